@@ -1,0 +1,41 @@
+# One command runs the service with demo data; one runs the tests.
+#   make run    set up everything and run web + Celery worker + beat at http://127.0.0.1:8000/
+#   make test   run the whole test suite
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: install run test lint format lock clean
+
+$(INSTALLED): requirements.lock pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+install: $(INSTALLED)
+
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py seed_demo
+	$(PY) manage.py serve
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: install
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+# Re-pin every package after changing pyproject.toml.
+lock: install
+	$(PY) -m pip install --quiet uv
+	$(PY) -m uv pip compile pyproject.toml --extra dev --generate-hashes --quiet -o requirements.lock
+
+clean:
+	rm -rf $(VENV) var

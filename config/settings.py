@@ -1,0 +1,139 @@
+"""Settings for the Memory Layer service, read from the environment.
+
+Every knob has a safe default for local use; `.env.example` lists them all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from config.env import env_bool, env_int, env_list, env_path, env_str, load_env_file
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+load_env_file(BASE_DIR / ".env")
+VAR_DIR = env_path("VAR_DIR", BASE_DIR / "var")
+
+DEBUG = env_bool("DEBUG", default=True)
+SECRET_KEY = env_str("SECRET_KEY", "insecure-local-development-key-change-me" if DEBUG else "")
+if not SECRET_KEY:
+    raise RuntimeError("SECRET_KEY must be set when DEBUG is off")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_filters",
+    "django_celery_beat",
+    "memories",
+    "assembly",
+    "policies",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# Database: DATABASE_URL when given, otherwise an embedded PostgreSQL under VAR_DIR.
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    _database = dj_database_url.parse(DATABASE_URL)
+else:
+    from config.embedded_db import embedded_database
+
+    _database = embedded_database(VAR_DIR / "pgdata")
+_database["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
+_database["CONN_HEALTH_CHECKS"] = True
+_database.setdefault("OPTIONS", {})
+_database["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "") or None}
+DATABASES = {"default": _database}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = env_path("STATIC_ROOT", VAR_DIR / "staticfiles")
+
+LOGIN_URL = "admin:login"
+
+# Celery: CELERY_BROKER_URL when given (Redis, RabbitMQ); otherwise a broker on
+# the local file system that needs no server, shared by web, worker and beat.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+CELERY_BROKER_FOLDER = VAR_DIR / "broker"
+if CELERY_BROKER_URL == "filesystem://":
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(CELERY_BROKER_FOLDER / "queue"),
+        "data_folder_out": str(CELERY_BROKER_FOLDER / "queue"),
+        "processed_folder": str(CELERY_BROKER_FOLDER / "processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+
+# Memory store limits and defaults.
+MEMORY_CONTENT_MAX_CHARS = env_int("MEMORY_CONTENT_MAX_CHARS", 4000)
+MEMORY_SUMMARY_MAX_CHARS = 280
+MEMORY_MAX_TAGS = env_int("MEMORY_MAX_TAGS", 20)
+MEMORY_TAG_MAX_CHARS = 200
+MEMORY_TOKEN_ENCODING = env_str("MEMORY_TOKEN_ENCODING", "o200k_base")
+TIKTOKEN_CACHE_DIR = env_path("TIKTOKEN_CACHE_DIR", VAR_DIR / "tiktoken")
+
+# Demo data.
+DEMO_USERNAME = env_str("DEMO_USERNAME", "reviewer")
+DEMO_PASSWORD = env_str("DEMO_PASSWORD", "review-the-memories")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"pgserver": {"level": "WARNING"}},
+}

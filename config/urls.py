@@ -1,0 +1,12 @@
+from django.contrib import admin
+from django.urls import path
+from django.views.generic import RedirectView
+
+admin.site.site_header = "Memory Layer"
+admin.site.site_title = "Memory Layer admin"
+admin.site.index_title = "Memories, projects, runs and history"
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="admin:index", permanent=False)),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,408 @@
+"""Operators' bulk edits. Every change goes through memories.services, so history is kept."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Func, QuerySet, TextField, Value
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+
+from memories import services
+from memories.actors import Actor
+from memories.models import (
+    Memory,
+    MemoryEvent,
+    MemoryPolicy,
+    MemoryType,
+    Project,
+    Run,
+    RunMemory,
+)
+
+EXPIRY_EXTENSION_DAYS = 30
+
+
+class MemoryPolicyInline(admin.StackedInline):
+    model = MemoryPolicy
+    can_delete = False
+    min_num = 1
+    max_num = 1
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "created_at"]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+    inlines = [MemoryPolicyInline]
+
+
+class ExpiringSoonFilter(admin.SimpleListFilter):
+    title = "expiry"
+    parameter_name = "expiring"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("7", "within 7 days"), ("30", "within 30 days"), ("expired", "already expired")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> QuerySet[Memory]:
+        now = timezone.now()
+        if self.value() == "expired":
+            return queryset.filter(expires_at__lte=now)
+        if self.value() in {"7", "30"}:
+            horizon = now + timedelta(days=int(self.value()))
+            return queryset.filter(expires_at__gt=now, expires_at__lte=horizon)
+        return queryset
+
+
+class MemoryAddForm(forms.ModelForm):
+    class Meta:
+        model = Memory
+        fields = [
+            "project",
+            "scope",
+            "type",
+            "source",
+            "source_run",
+            "content",
+            "summary",
+            "tags",
+            "relevance_score",
+            "expires_at",
+        ]
+
+
+class MemoryChangeForm(forms.ModelForm):
+    class Meta:
+        model = Memory
+        fields = ["type", "content", "summary", "tags", "relevance_score", "expires_at"]
+
+
+class ChangeTypeForm(forms.Form):
+    type = forms.ChoiceField(choices=MemoryType.choices)
+
+
+def _bulk_action(
+    description: str, apply: Callable[[list[int], Actor], services.ChangeResult]
+) -> Callable[..., None]:
+    """An admin action that calls one service over the selected memories."""
+
+    def action(modeladmin: MemoryAdmin, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        ids = list(queryset.values_list("id", flat=True))
+        try:
+            result = apply(ids, Actor.for_user(request.user))
+        except (PermissionDenied, ValidationError) as error:
+            modeladmin.message_user(request, _error_text(error), messages.ERROR)
+            return
+        modeladmin.message_user(
+            request,
+            f"{description}: {len(result.changed)} changed, "
+            f"{len(result.unchanged_ids)} already so.",
+            messages.SUCCESS,
+        )
+
+    action.__name__ = description.lower().replace(" ", "_")
+    return admin.action(description=description)(action)
+
+
+def _error_text(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        return "; ".join(error.messages)
+    return str(error)
+
+
+@admin.register(Memory)
+class MemoryAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "short_content",
+        "project",
+        "type",
+        "source",
+        "confidence",
+        "active",
+        "review_status",
+        "tier",
+        "pinned",
+        "expires_at",
+    ]
+    list_filter = [
+        "project",
+        "type",
+        "source",
+        "active",
+        "review_status",
+        "tier",
+        "pinned",
+        "scope",
+        ExpiringSoonFilter,
+    ]
+    list_select_related = ["project"]
+    search_fields = ["content"]
+    list_per_page = 50
+    show_full_result_count = False
+    raw_id_fields = ["source_run"]
+    readonly_fields = [
+        "confidence",
+        "active",
+        "review_status",
+        "approved_by",
+        "approved_at",
+        "pinned",
+        "tier",
+        "token_count",
+        "access_count",
+        "last_accessed_at",
+        "content_hash",
+        "created_at",
+        "updated_at",
+        "history",
+    ]
+    actions = [
+        _bulk_action(
+            "Approve",
+            lambda ids, actor: services.memories_approve(memory_ids=ids, actor=actor),
+        ),
+        _bulk_action(
+            "Reject",
+            lambda ids, actor: services.memories_reject(
+                memory_ids=ids, actor=actor, reason="rejected in the admin"
+            ),
+        ),
+        _bulk_action(
+            "Activate",
+            lambda ids, actor: services.memories_set_active(
+                memory_ids=ids, active=True, actor=actor
+            ),
+        ),
+        _bulk_action(
+            "Deactivate",
+            lambda ids, actor: services.memories_set_active(
+                memory_ids=ids, active=False, actor=actor
+            ),
+        ),
+        _bulk_action(
+            "Pin",
+            lambda ids, actor: services.memories_set_pinned(
+                memory_ids=ids, pinned=True, actor=actor
+            ),
+        ),
+        _bulk_action(
+            "Unpin",
+            lambda ids, actor: services.memories_set_pinned(
+                memory_ids=ids, pinned=False, actor=actor
+            ),
+        ),
+        _bulk_action(
+            f"Extend expiry by {EXPIRY_EXTENSION_DAYS} days",
+            lambda ids, actor: services.memories_extend_expiry(
+                memory_ids=ids, days=EXPIRY_EXTENSION_DAYS, actor=actor
+            ),
+        ),
+        _bulk_action(
+            "Clear expiry",
+            lambda ids, actor: services.memories_clear_expiry(memory_ids=ids, actor=actor),
+        ),
+        "change_type",
+        "delete_with_history",
+    ]
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        # The stock delete bypasses the services; ours keeps the history.
+        actions.pop("delete_selected", None)
+        return actions
+
+    def get_form(self, request: HttpRequest, obj: Memory | None = None, **kwargs: Any) -> Any:
+        kwargs["form"] = MemoryChangeForm if obj else MemoryAddForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Memory | None = None) -> list[str]:
+        if obj is None:
+            return []
+        return [*self.readonly_fields, "project", "scope", "source", "source_run"]
+
+    def get_fields(self, request: HttpRequest, obj: Memory | None = None) -> list[str]:
+        if obj is None:
+            return list(MemoryAddForm.Meta.fields)
+        return [
+            "project",
+            "scope",
+            "source",
+            "source_run",
+            *MemoryChangeForm.Meta.fields,
+            *self.readonly_fields,
+        ]
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Memory], search_term: str
+    ) -> tuple[QuerySet[Memory], bool]:
+        """Search the content (Django's default) and the tags."""
+        by_content, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        if not search_term:
+            return by_content, may_have_duplicates
+        by_tags = queryset.alias(
+            tag_text=Func("tags", Value(" "), function="array_to_string", output_field=TextField())
+        ).filter(tag_text__icontains=search_term)
+        return by_content | by_tags, may_have_duplicates
+
+    def save_model(self, request: HttpRequest, obj: Memory, form: forms.ModelForm, change: bool):
+        actor = Actor.for_user(request.user)
+        data = form.cleaned_data
+        if change:
+            changed = {name: data[name] for name in form.changed_data}
+            if changed:
+                saved = services.memory_update(
+                    memory=obj, actor=actor, reason="edited in the admin", **changed
+                )
+                obj.pk = saved.pk
+            return
+        saved = services.memory_create(
+            project=data["project"],
+            scope=data["scope"],
+            type=data["type"],
+            source=data["source"],
+            source_run=data["source_run"],
+            content=data["content"],
+            summary=data["summary"] or None,
+            tags=data["tags"],
+            relevance_score=data["relevance_score"],
+            expires_at=data["expires_at"],
+            actor=actor,
+        )
+        obj.pk = saved.pk
+
+    def delete_model(self, request: HttpRequest, obj: Memory) -> None:
+        services.memories_delete(
+            memory_ids=[obj.pk], actor=Actor.for_user(request.user), reason="deleted in the admin"
+        )
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        services.memories_delete(
+            memory_ids=list(queryset.values_list("id", flat=True)),
+            actor=Actor.for_user(request.user),
+            reason="deleted in the admin",
+        )
+
+    @admin.action(description="Change type", permissions=["change"])
+    def change_type(self, request: HttpRequest, queryset: QuerySet[Memory]) -> HttpResponse | None:
+        form = ChangeTypeForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            result = services.memories_change_type(
+                memory_ids=list(queryset.values_list("id", flat=True)),
+                type=form.cleaned_data["type"],
+                actor=Actor.for_user(request.user),
+            )
+            self.message_user(
+                request, f"Type changed on {len(result.changed)} memories.", messages.SUCCESS
+            )
+            return None
+        return render(
+            request,
+            "admin/memories/change_type.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Change the type of the selected memories",
+                "form": form,
+                "memories": queryset,
+                "opts": self.model._meta,
+                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            },
+        )
+
+    @admin.action(description="Delete (history is kept)", permissions=["delete"])
+    def delete_with_history(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        self.delete_queryset(request, queryset)
+        self.message_user(request, "Deleted; their history stays.", messages.SUCCESS)
+
+    @admin.display(description="content")
+    def short_content(self, obj: Memory) -> str:
+        return obj.content if len(obj.content) <= 90 else obj.content[:89] + "…"
+
+    @admin.display(description="history")
+    def history(self, obj: Memory) -> str:
+        events = obj.events.select_related("actor_user").order_by("-created_at", "-id")[:100]
+        if not events:
+            return "—"
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            (
+                (
+                    timezone.localtime(event.created_at).strftime("%Y-%m-%d %H:%M:%S"),
+                    event.action,
+                    event.actor_label,
+                    event.reason,
+                    _changes_text(event.changes),
+                )
+                for event in events
+            ),
+        )
+        return format_html(
+            "<table><thead><tr><th>when</th><th>what</th><th>who</th><th>why</th>"
+            "<th>changes</th></tr></thead><tbody>{}</tbody></table>",
+            rows,
+        )
+
+
+def _changes_text(changes: dict[str, Any]) -> str:
+    return "; ".join(f"{name}: {before!r} → {after!r}" for name, (before, after) in changes.items())
+
+
+class RunMemoryInline(admin.TabularInline):
+    model = RunMemory
+    extra = 0
+    can_delete = False
+    raw_id_fields = ["memory"]
+    readonly_fields = ["memory", "rank", "score", "created_at"]
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ["external_id", "project", "task_title", "status", "started_at", "finished_at"]
+    list_filter = ["project", "status"]
+    search_fields = ["external_id", "task_title"]
+    list_select_related = ["project"]
+    readonly_fields = [
+        "project",
+        "external_id",
+        "task_title",
+        "write_scope",
+        "status",
+        "prompt_hash",
+        "started_at",
+        "finished_at",
+    ]
+    inlines = [RunMemoryInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # Runs are started by agents through the API (memories.services.run_start).
+        return False
+
+
+@admin.register(MemoryEvent)
+class MemoryEventAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "memory_id", "project", "action", "actor_label", "reason"]
+    list_filter = ["action", "project"]
+    search_fields = ["reason", "actor_label"]
+    list_select_related = ["project"]
+    show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

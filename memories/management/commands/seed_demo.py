@@ -1,0 +1,245 @@
+"""Demo data that makes every page meaningful on first run."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+from django.core.management.base import BaseCommand
+from django.db import transaction
+from django.utils import timezone
+
+from memories import services
+from memories.actors import Actor
+from memories.models import Memory, MemoryType, Project, ReviewStatus, Source, Tier
+
+REVIEWERS_GROUP = "Reviewers"
+REVIEWER_PERMISSIONS = [
+    "review_memory",
+    "view_memory",
+    "change_memory",
+    "add_memory",
+    "view_project",
+    "view_memorypolicy",
+    "view_run",
+    "view_runmemory",
+    "view_memoryevent",
+]
+
+# (type, content, tags)
+DEMO_MEMORIES: list[tuple[str, str, list[str]]] = [
+    ("warning", "Full test suite required when modifying src/core/.", ["src/core/**", "testing"]),
+    ("warning", "Never call the payments API without an idempotency key.", ["src/payments/**"]),
+    ("warning", "Migrations on the events table lock it for minutes; use batches.", ["migrations"]),
+    ("warning", "The staging database is shared: do not truncate tables there.", ["database"]),
+    (
+        "warning",
+        "Do not log request bodies: they carry customer addresses.",
+        ["logging", "privacy"],
+    ),
+    (
+        "warning",
+        "src/legacy/ has no tests; change it only with a characterization test first.",
+        ["src/legacy/**"],
+    ),
+    ("warning", "Timezone bugs: always store UTC, convert at the edge.", ["datetime", "src/**"]),
+    (
+        "warning",
+        "The search index rebuild takes 40 minutes; never trigger it in a request.",
+        ["search", "src/search/**"],
+    ),
+    (
+        "pattern",
+        "Services own writes: put business logic in services.py, not in views.",
+        ["src/**/services.py", "architecture"],
+    ),
+    (
+        "pattern",
+        "Use select_related for foreign keys shown in list views.",
+        ["performance", "views"],
+    ),
+    (
+        "pattern",
+        "Feature flags live in config/flags.py and default to off.",
+        ["config/**", "flags"],
+    ),
+    ("pattern", "API errors use the shape {error: {code, message, fields}}.", ["src/api/**"]),
+    ("pattern", "Background jobs take ids, never model instances.", ["celery", "src/tasks/**"]),
+    ("pattern", "Tests use factories from tests/factories.py; no fixtures files.", ["tests/**"]),
+    ("pattern", "Money is stored as integer cents with a currency code.", ["src/payments/**"]),
+    ("pattern", "Each HTTP client call has a timeout of at most 10 seconds.", ["http", "src/**"]),
+    (
+        "learning",
+        "The flaky test_checkout failure was a missing freeze_time; fixed by pinning now.",
+        ["tests/test_checkout.py", "flaky"],
+    ),
+    ("learning", "Bulk updates of over 10k rows time out; batch by 5k ids.", ["database"]),
+    ("learning", "The CSV importer needs utf-8-sig to strip Excel's BOM.", ["src/importers/**"]),
+    ("learning", "Redis eviction policy must be noeviction for the Celery broker.", ["celery"]),
+    (
+        "learning",
+        "Rendering the invoice PDF is 80% font loading; cache the fonts.",
+        ["src/invoices/**", "performance"],
+    ),
+    (
+        "learning",
+        "GIN indexes on tags made the tag filter 30x faster.",
+        ["database", "performance"],
+    ),
+    (
+        "learning",
+        "Login throttling counts per IP and per account; both are needed.",
+        ["src/auth/**", "security"],
+    ),
+    (
+        "learning",
+        "The mobile client sends dates as local time without an offset.",
+        ["src/api/**", "datetime"],
+    ),
+    ("context", "The project is a B2B invoicing platform; customers are accountants.", ["product"]),
+    ("context", "Deploys happen Tuesday and Thursday mornings; freeze on Fridays.", ["deploy"]),
+    ("context", "Python 3.11, Django 5.2, PostgreSQL 15 in production.", ["stack"]),
+    (
+        "context",
+        "The core domain lives in src/core/: invoices, customers, ledgers.",
+        ["src/core/**"],
+    ),
+    ("context", "On-call rota is in the ops handbook; page only for customer impact.", ["ops"]),
+    ("context", "src/api/v1 is frozen; new endpoints go to src/api/v2.", ["src/api/**"]),
+]
+
+SOURCES = [Source.HUMAN, Source.RUN, Source.LEARNING]
+
+
+class Command(BaseCommand):
+    help = "Create the demo project (slug 'demo') with memories, runs and a reviewer account."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--reset", action="store_true", help="Delete the demo project first.")
+
+    @transaction.atomic
+    def handle(self, *args: Any, reset: bool = False, **options: Any) -> None:
+        reviewer = self._reviewer()
+        if reset:
+            Project.objects.filter(slug="demo").delete()
+        if Project.objects.filter(slug="demo").exists():
+            self.stdout.write("Demo project already present (use --reset to rebuild it).")
+        else:
+            self._seed(reviewer)
+        count = Memory.objects.filter(project__slug="demo").count()
+        self.stdout.write(f"Demo project 'demo' has {count} memories.")
+        self.stdout.write(
+            f"Reviewer login: username {settings.DEMO_USERNAME} password {settings.DEMO_PASSWORD}"
+        )
+
+    def _reviewer(self) -> Any:
+        group, _ = Group.objects.get_or_create(name=REVIEWERS_GROUP)
+        group.permissions.set(
+            Permission.objects.filter(
+                content_type__app_label="memories", codename__in=REVIEWER_PERMISSIONS
+            )
+        )
+        user_model = get_user_model()
+        user, _ = user_model.objects.get_or_create(
+            username=settings.DEMO_USERNAME, defaults={"email": "reviewer@example.com"}
+        )
+        user.is_staff = True
+        user.set_password(settings.DEMO_PASSWORD)
+        user.save()
+        user.groups.add(group)
+        return user
+
+    def _seed(self, reviewer: Any) -> None:
+        rng = random.Random(20261121)
+        system = Actor.system("seed_demo")
+        human = Actor.for_user(reviewer)
+        project = services.project_create(
+            name="Demo: invoicing platform",
+            slug="demo",
+            description="An agent team working on a B2B invoicing code base.",
+        )
+        runs = [
+            services.run_start(
+                project=project,
+                external_id=f"run-{number:03d}",
+                task_title=title,
+                write_scope=scope,
+                actor=system,
+            )
+            for number, (title, scope) in enumerate(
+                [
+                    ("Add VAT rounding to invoices", ["src/core/invoices.py"]),
+                    ("Fix flaky checkout test", ["tests/test_checkout.py"]),
+                    ("Speed up the customer list", ["src/api/v2/customers.py"]),
+                    ("Import bank statements from CSV", ["src/importers/**"]),
+                    ("Rotate API tokens", ["src/auth/**"]),
+                ],
+                start=1,
+            )
+        ]
+        memories: list[Memory] = []
+        # Two passes over the catalogue give 60 memories, each pass with its own sources.
+        for copy in range(2):
+            for index, (memory_type, content, tags) in enumerate(DEMO_MEMORIES):
+                source = SOURCES[(index + copy) % 3]
+                text = (
+                    content
+                    if copy == 0
+                    else f"{content} (seen again in {runs[index % 5].external_id})"
+                )
+                memories.append(
+                    services.memory_create(
+                        project=project,
+                        type=memory_type,
+                        content=text,
+                        tags=tags,
+                        source=source,
+                        source_run=runs[index % 5] if source == Source.RUN else None,
+                        relevance_score=round(rng.uniform(0.3, 1.0), 2),
+                        actor=human if source == Source.HUMAN else system,
+                    )
+                )
+        # Give runs memories and record outcomes so confidence moves both ways.
+        for number, run in enumerate(runs):
+            chosen = rng.sample(memories, 6)
+            services.run_give_memories(
+                run=run, ranked=[(memory.pk, memory.confidence) for memory in chosen]
+            )
+            if number < 4:
+                services.run_record_outcome(
+                    run=run, outcome="failed" if number % 2 else "succeeded", actor=system
+                )
+        # Every review status, pins, tiers and expiry states.
+        pending = [m for m in memories if m.review_status == ReviewStatus.PENDING]
+        services.memories_approve(memory_ids=[m.pk for m in pending[:8]], actor=human)
+        services.memories_reject(
+            memory_ids=[m.pk for m in pending[8:12]], actor=human, reason="too vague to act on"
+        )
+        services.memories_set_pinned(
+            memory_ids=[memories[0].pk, memories[1].pk], pinned=True, actor=human
+        )
+        # Usage and storage state as the lifecycle jobs would leave them after a few weeks.
+        now = timezone.now()
+        tiers = [Tier.HOT, Tier.WARM, Tier.COLD, Tier.FROZEN]
+        for index, memory in enumerate(memories):
+            Memory.objects.filter(pk=memory.pk).update(
+                tier=tiers[index % 4],
+                access_count=rng.randint(0, 40),
+                last_accessed_at=now - timedelta(days=rng.randint(0, 60)),
+            )
+        soon = [m.pk for m in memories if m.type == MemoryType.CONTEXT][:3]
+        Memory.objects.filter(pk__in=soon).update(expires_at=now + timedelta(days=3))
+        # A global memory waiting for a reviewer, and one approved.
+        for content, approve in [
+            ("Never commit secrets; use the secret manager.", True),
+            ("Prefer small pull requests under 400 lines.", False),
+        ]:
+            shared = services.memory_create(
+                project=None, type="pattern", content=content, source="run", actor=system
+            )
+            if approve:
+                services.memory_approve(memory=shared, actor=human)

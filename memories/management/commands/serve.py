@@ -1,0 +1,37 @@
+"""Run the whole service in the foreground: web server, Celery worker and Celery beat."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Run the web server, a Celery worker and Celery beat together (Ctrl-C stops all)."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--addr", default="127.0.0.1:8000", help="host:port of the web server")
+
+    def handle(self, *args: Any, addr: str, **options: Any) -> None:
+        from honcho.manager import Manager
+
+        python = sys.executable
+        manager = Manager()
+        manager.add_process("web", f"{python} manage.py runserver {addr} --noreload")
+        manager.add_process(
+            "worker", f"{python} -m celery -A config worker --loglevel INFO --concurrency 2"
+        )
+        manager.add_process("beat", f"{python} -m celery -A config beat --loglevel INFO")
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"\nMemory Layer is starting at http://{addr}/admin/\n"
+                f"Log in as {settings.DEMO_USERNAME} / {settings.DEMO_PASSWORD}\n"
+                f"Broker: {settings.CELERY_BROKER_URL}  "
+                f"Database: {settings.DATABASES['default']['HOST'] or 'embedded'}\n"
+            )
+        )
+        manager.loop()
+        sys.exit(manager.returncode)

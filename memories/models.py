@@ -1,0 +1,377 @@
+"""The memory store: projects and their policy, memories, runs, and history."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import F, Q
+from django.db.models.functions import Length
+from django.db.models.lookups import LessThanOrEqual
+
+# The database's bound on content; the configurable limit (MEMORY_CONTENT_MAX_CHARS) is lower.
+CONTENT_HARD_LIMIT = 20000
+UNIT_INTERVAL = [MinValueValidator(0.0), MaxValueValidator(1.0)]
+
+
+# Default expiry in days by memory type (None: never expires); a project's policy overrides.
+DEFAULT_EXPIRY_DAYS = {"pattern": None, "warning": 90, "learning": 180, "context": 30}
+
+
+def _in_choices(field: str, choices: type[models.TextChoices]) -> Q:
+    return Q(**{f"{field}__in": choices.values})
+
+
+def _between_0_and_1(field: str) -> Q:
+    return Q(**{f"{field}__gte": 0.0, f"{field}__lte": 1.0})
+
+
+class MemoryType(models.TextChoices):
+    PATTERN = "pattern"
+    WARNING = "warning"
+    LEARNING = "learning"
+    CONTEXT = "context"
+
+
+class Source(models.TextChoices):
+    HUMAN = "human"
+    RUN = "run"
+    LEARNING = "learning"
+
+
+class Scope(models.TextChoices):
+    GLOBAL = "global"
+    PROJECT = "project"
+    RUN = "run"
+
+
+class Tier(models.TextChoices):
+    HOT = "hot"
+    WARM = "warm"
+    COLD = "cold"
+    FROZEN = "frozen"
+
+
+class ReviewStatus(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+class Project(models.Model):
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class MemoryPolicy(models.Model):
+    """A project's rules for its memories. Expiry days of NULL mean "never expires"."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="policy")
+    expiry_days_pattern = models.PositiveIntegerField(
+        null=True, blank=True, default=DEFAULT_EXPIRY_DAYS["pattern"]
+    )
+    expiry_days_warning = models.PositiveIntegerField(
+        null=True, blank=True, default=DEFAULT_EXPIRY_DAYS["warning"]
+    )
+    expiry_days_learning = models.PositiveIntegerField(
+        null=True, blank=True, default=DEFAULT_EXPIRY_DAYS["learning"]
+    )
+    expiry_days_context = models.PositiveIntegerField(
+        null=True, blank=True, default=DEFAULT_EXPIRY_DAYS["context"]
+    )
+    selection_limit = models.PositiveIntegerField(
+        default=10, validators=[MinValueValidator(1), MaxValueValidator(1000)]
+    )
+    min_confidence = models.FloatField(default=0.3, validators=UNIT_INTERVAL)
+    deactivate_below = models.FloatField(default=0.2, validators=UNIT_INTERVAL)
+    max_items = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "memory policies"
+        constraints = [
+            models.CheckConstraint(
+                condition=_between_0_and_1("min_confidence"), name="policy_min_confidence_range"
+            ),
+            models.CheckConstraint(
+                condition=_between_0_and_1("deactivate_below"),
+                name="policy_deactivate_below_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(selection_limit__gte=1, selection_limit__lte=1000),
+                name="policy_selection_limit_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"policy of {self.project}"
+
+    def expiry_days(self, memory_type: str) -> int | None:
+        return getattr(self, f"expiry_days_{memory_type}")
+
+
+class RunStatus(models.TextChoices):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class Outcome(models.TextChoices):
+    """What an agent reports at the end of a run."""
+
+    SUCCEEDED = RunStatus.SUCCEEDED.value
+    FAILED = RunStatus.FAILED.value
+
+
+class Run(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
+    external_id = models.CharField(max_length=200)
+    task_title = models.CharField(max_length=500, blank=True)
+    write_scope = ArrayField(models.CharField(max_length=500), default=list, blank=True)
+    status = models.CharField(max_length=16, choices=RunStatus, default=RunStatus.RUNNING)
+    prompt_hash = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    memories = models.ManyToManyField(
+        "Memory", through="RunMemory", related_name="runs", blank=True
+    )
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "external_id"], name="run_external_id_unique"
+            ),
+            models.CheckConstraint(
+                condition=_in_choices("status", RunStatus), name="run_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(status="running", finished_at__isnull=True)
+                | (~Q(status="running") & Q(finished_at__isnull=False)),
+                name="run_finished_iff_outcome",
+            ),
+        ]
+        indexes = [models.Index(fields=["project", "-started_at"], name="run_project_recent_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.external_id} ({self.status})"
+
+
+class Memory(models.Model):
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="memories"
+    )
+    scope = models.CharField(max_length=16, choices=Scope, default=Scope.PROJECT)
+    type = models.CharField(max_length=16, choices=MemoryType)
+    content = models.TextField()
+    summary = models.TextField(blank=True)
+    source = models.CharField(max_length=16, choices=Source)
+    source_run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="written_memories"
+    )
+    tags = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    # Anchored regexes of the tags (memories.tags), kept by the services beside the tags.
+    tag_patterns = ArrayField(models.TextField(), default=list, blank=True, editable=False)
+    relevance_score = models.FloatField(default=0.5, validators=UNIT_INTERVAL)
+    confidence = models.FloatField(validators=UNIT_INTERVAL)
+    active = models.BooleanField(default=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    review_status = models.CharField(
+        max_length=16, choices=ReviewStatus, default=ReviewStatus.PENDING
+    )
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="approved_memories",
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    pinned = models.BooleanField(default=False)
+    tier = models.CharField(max_length=16, choices=Tier, default=Tier.HOT)
+    token_count = models.PositiveIntegerField(editable=False)
+    access_count = models.PositiveIntegerField(default=0, editable=False)
+    last_accessed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    content_hash = models.CharField(max_length=64, editable=False)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("content", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "project_memories"
+        verbose_name_plural = "memories"
+        ordering = ["-created_at", "-id"]
+        permissions = [("review_memory", "Can approve and reject memories")]
+        constraints = [
+            models.CheckConstraint(
+                condition=_between_0_and_1("confidence"), name="memory_confidence_range"
+            ),
+            models.CheckConstraint(
+                condition=_between_0_and_1("relevance_score"), name="memory_relevance_range"
+            ),
+            models.CheckConstraint(
+                condition=_in_choices("type", MemoryType), name="memory_type_valid"
+            ),
+            models.CheckConstraint(
+                condition=_in_choices("source", Source), name="memory_source_valid"
+            ),
+            models.CheckConstraint(
+                condition=_in_choices("scope", Scope), name="memory_scope_valid"
+            ),
+            models.CheckConstraint(condition=_in_choices("tier", Tier), name="memory_tier_valid"),
+            models.CheckConstraint(
+                condition=_in_choices("review_status", ReviewStatus),
+                name="memory_review_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(scope=Scope.GLOBAL, project__isnull=True)
+                | (~Q(scope=Scope.GLOBAL) & Q(project__isnull=False)),
+                name="memory_global_iff_no_project",
+            ),
+            models.CheckConstraint(
+                condition=~Q(scope=Scope.RUN) | Q(source_run__isnull=False),
+                name="memory_run_scope_has_run",
+            ),
+            models.CheckConstraint(
+                condition=~Q(content="")
+                & Q(LessThanOrEqual(Length("content"), CONTENT_HARD_LIMIT)),
+                name="memory_content_length",
+            ),
+            models.CheckConstraint(
+                condition=~Q(review_status=ReviewStatus.APPROVED) | Q(approved_at__isnull=False),
+                name="memory_approved_has_time",
+            ),
+        ]
+        indexes = [
+            # Selection at run start: a project's active memories, best first.
+            models.Index(
+                F("project"),
+                (F("confidence") * F("relevance_score")).desc(),
+                F("id"),
+                condition=Q(active=True),
+                name="memory_selection_idx",
+            ),
+            # Review queue: a project's pending memories, newest first.
+            models.Index(
+                fields=["project", "-created_at"],
+                condition=Q(review_status="pending"),
+                name="memory_review_queue_idx",
+            ),
+            # Expiry job: active memories with an expiry.
+            models.Index(
+                fields=["expires_at"],
+                condition=Q(active=True, expires_at__isnull=False),
+                name="memory_expiry_idx",
+            ),
+            # Decay and eviction: least recently used active memories of a project.
+            models.Index(
+                fields=["project", "last_accessed_at"],
+                condition=Q(active=True),
+                name="memory_lru_idx",
+            ),
+            # Dedup and consolidation.
+            models.Index(fields=["project", "type", "content_hash"], name="memory_hash_idx"),
+            GinIndex(fields=["tags"], name="memory_tags_gin"),
+            GinIndex(fields=["search_vector"], name="memory_search_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.type}] {self.content[:60]}"
+
+
+class RunMemory(models.Model):
+    """A memory a run was given at its start, with its rank and score."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="given")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="given_to")
+    rank = models.PositiveIntegerField()
+    score = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "rank"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "memory"], name="run_memory_unique"),
+        ]
+        indexes = [models.Index(fields=["memory", "-created_at"], name="run_memory_by_memory_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.run} #{self.rank}: {self.memory_id}"
+
+
+class EventAction(models.TextChoices):
+    CREATED = "created"
+    UPDATED = "updated"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    ACTIVATED = "activated"
+    DEACTIVATED = "deactivated"
+    PINNED = "pinned"
+    UNPINNED = "unpinned"
+    OUTCOME = "outcome"
+    EXPIRED = "expired"
+    DECAYED = "decayed"
+    COMPRESSED = "compressed"
+    MERGED = "merged"
+    EVICTED = "evicted"
+    RESTORED = "restored"
+    DELETED = "deleted"
+
+
+class MemoryEvent(models.Model):
+    """One change to a memory: who, what (field: [before, after]), why.
+
+    The memory reference carries no database constraint, so a deleted memory's
+    history stays readable.
+    """
+
+    memory = models.ForeignKey(
+        Memory,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="events",
+    )
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="memory_events"
+    )
+    action = models.CharField(max_length=16, choices=EventAction)
+    changes = models.JSONField(default=dict, blank=True)
+    reason = models.TextField(blank=True)
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="memory_events",
+    )
+    actor_label = models.CharField(max_length=200)
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_events"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=_in_choices("action", EventAction), name="event_action_valid"
+            ),
+        ]
+        indexes = [models.Index(fields=["memory", "-created_at"], name="event_memory_recent_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.action} of memory {self.memory_id} by {self.actor_label}"

@@ -1,0 +1,69 @@
+"""Reads of the memory store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db.models import BooleanField, F, Q, QuerySet
+from django.db.models.expressions import RawSQL
+from django.utils import timezone
+
+from memories.models import Memory, MemoryEvent, Project, Scope
+from memories.tags import scope_patterns
+
+# A memory matches the write scope when one of its tag regexes matches a scope
+# entry, or one of the scope's globs matches one of its tags (see memories.tags).
+_TAG_MATCH_SQL = (
+    "(EXISTS (SELECT 1 FROM unnest(project_memories.tag_patterns) AS r(pattern),"
+    " unnest(%s::text[]) AS s(entry) WHERE s.entry ~ r.pattern)"
+    " OR EXISTS (SELECT 1 FROM unnest(project_memories.tags) AS t(tag),"
+    " unnest(%s::text[]) AS g(pattern) WHERE t.tag ~ g.pattern))"
+)
+
+
+def tag_match_expression(write_scope: Sequence[str]) -> RawSQL:
+    scope = [entry for entry in write_scope if entry]
+    return RawSQL(_TAG_MATCH_SQL, (scope, scope_patterns(scope)), output_field=BooleanField())
+
+
+def usable_memories(*, project: Project, now: datetime | None = None) -> QuerySet[Memory]:
+    """A project's memories an agent may be given: its own and the global ones, active,
+    unexpired and at or above the project's minimum confidence."""
+    now = now or timezone.now()
+    return Memory.objects.filter(
+        Q(project=project, scope=Scope.PROJECT) | Q(scope=Scope.GLOBAL),
+        Q(expires_at__isnull=True) | Q(expires_at__gt=now),
+        active=True,
+        confidence__gte=project.policy.min_confidence,
+    )
+
+
+def memories_for_task(
+    *,
+    project: Project,
+    write_scope: Sequence[str],
+    limit: int | None = None,
+    now: datetime | None = None,
+) -> list[Memory]:
+    """The selection at run start: usable memories, those whose tags match the write scope
+    first, then by confidence x relevance_score; ties by higher confidence, then older first."""
+    limit = limit or project.policy.selection_limit
+    return list(
+        usable_memories(project=project, now=now)
+        .defer("search_vector")
+        .annotate(
+            tag_match=tag_match_expression(write_scope),
+            weight=F("confidence") * F("relevance_score"),
+        )
+        .order_by(
+            F("tag_match").desc(),
+            F("weight").desc(),
+            F("confidence").desc(),
+            "id",
+        )[:limit]
+    )
+
+
+def memory_history(*, memory_id: int) -> QuerySet[MemoryEvent]:
+    return MemoryEvent.objects.filter(memory_id=memory_id).select_related("actor_user", "run")

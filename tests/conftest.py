@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import pytest
+
+from memories.actors import Actor
+from tests.factories import MemoryFactory, ProjectFactory, ReviewerFactory, RunFactory, UserFactory
+
+
+@pytest.fixture
+def project(db):
+    return ProjectFactory()
+
+
+@pytest.fixture
+def other_project(db):
+    return ProjectFactory()
+
+
+@pytest.fixture
+def reviewer(db):
+    return ReviewerFactory()
+
+
+@pytest.fixture
+def reviewer_actor(reviewer):
+    return Actor.for_user(reviewer)
+
+
+@pytest.fixture
+def plain_user(db):
+    return UserFactory()
+
+
+@pytest.fixture
+def system_actor():
+    return Actor.system("tests")
+
+
+@pytest.fixture
+def make_memory(db):
+    return MemoryFactory
+
+
+@pytest.fixture
+def make_run(db):
+    return RunFactory

@@ -1,0 +1,115 @@
+"""Concurrent outcomes on real, separate PostgreSQL connections never lose an update."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+from django.db import connection, connections, transaction
+
+from memories import services
+from memories.actors import Actor
+from memories.models import Memory, MemoryEvent, Run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _waiting_on_locks() -> int:
+    with connection.cursor() as cursor:
+        # Activity statistics are a snapshot per transaction unless cleared.
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return cursor.fetchone()[0]
+
+
+def _run_in_threads(calls: list[Callable[[], object]]):
+    results: list[object] = []
+    errors: list[BaseException] = []
+
+    def worker(call: Callable[[], object]) -> None:
+        try:
+            results.append(call())
+        except BaseException as error:  # reported to the test below
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=worker, args=(call,)) for call in calls]
+    for thread in threads:
+        thread.start()
+    return threads, results, errors
+
+
+def _release_when_all_wait(lock: Callable[[], None], calls: list[Callable[[], object]]):
+    """Hold ``lock`` in this connection until every call is blocked on it, then let them go."""
+    with transaction.atomic():
+        lock()
+        threads, results, errors = _run_in_threads(calls)
+        deadline = time.monotonic() + 15
+        while _waiting_on_locks() < len(calls):
+            assert time.monotonic() < deadline, f"the writers never reached the lock: {errors}"
+            time.sleep(0.02)
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not errors, errors
+    return results
+
+
+def test_two_outcomes_at_once_on_shared_memories_both_count(project, make_memory, make_run):
+    shared = [make_memory(project=project) for _ in range(3)]
+    only_first = make_memory(project=project)
+    first, second = make_run(project=project), make_run(project=project)
+    services.run_give_memories(run=first, ranked=[(m.pk, 0.0) for m in [*shared, only_first]])
+    services.run_give_memories(run=second, ranked=[(m.pk, 0.0) for m in reversed(shared)])
+    actor = Actor.system("tests")
+
+    _release_when_all_wait(
+        lock=lambda: list(Memory.objects.select_for_update().filter(pk__in=[m.pk for m in shared])),
+        calls=[
+            lambda: services.run_record_outcome(run=first, outcome="succeeded", actor=actor),
+            lambda: services.run_record_outcome(run=second, outcome="succeeded", actor=actor),
+        ],
+    )
+
+    for memory in shared:
+        assert Memory.objects.get(pk=memory.pk).confidence == 0.7
+    assert Memory.objects.get(pk=only_first.pk).confidence == 0.6
+    assert MemoryEvent.objects.filter(memory_id=shared[0].pk, action="outcome").count() == 2
+
+
+def test_opposite_outcomes_at_once_cancel_out(project, make_memory, make_run):
+    shared = make_memory(project=project)
+    up, down = make_run(project=project), make_run(project=project)
+    for run in (up, down):
+        services.run_give_memories(run=run, ranked=[(shared.pk, 0.0)])
+    actor = Actor.system("tests")
+
+    _release_when_all_wait(
+        lock=lambda: list(Memory.objects.select_for_update().filter(pk=shared.pk)),
+        calls=[
+            lambda: services.run_record_outcome(run=up, outcome="succeeded", actor=actor),
+            lambda: services.run_record_outcome(run=down, outcome="failed", actor=actor),
+        ],
+    )
+
+    assert Memory.objects.get(pk=shared.pk).confidence == 0.5
+
+
+def test_the_same_outcome_sent_twice_at_once_counts_once(project, make_memory, make_run):
+    memory = make_memory(project=project)
+    run = make_run(project=project)
+    services.run_give_memories(run=run, ranked=[(memory.pk, 0.0)])
+    actor = Actor.system("tests")
+
+    results = _release_when_all_wait(
+        lock=lambda: list(Run.objects.select_for_update().filter(pk=run.pk)),
+        calls=[lambda: services.run_record_outcome(run=run, outcome="succeeded", actor=actor)] * 2,
+    )
+
+    assert sorted(result.recorded for result in results) == [False, True]
+    assert Memory.objects.get(pk=memory.pk).confidence == 0.6
