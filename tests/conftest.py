@@ -6,6 +6,11 @@ from memories.actors import Actor
 from tests.factories import MemoryFactory, ProjectFactory, ReviewerFactory, RunFactory, UserFactory
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def project(db):
     return ProjectFactory()
