@@ -18,7 +18,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, addr: str, **options: Any) -> None:
         from honcho.manager import Manager
 
-        python = sys.executable
+        # `exec` makes each service the process honcho signals and waits for.
+        python = f"exec {sys.executable}"
         manager = Manager()
         manager.add_process("web", f"{python} manage.py runserver {addr} --noreload")
         manager.add_process(
