@@ -6,6 +6,7 @@ Every knob has a safe default for local use; `.env.example` lists them all.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -69,8 +70,9 @@ TEMPLATES = [
 
 # Database: DATABASE_URL when given, otherwise an embedded PostgreSQL under VAR_DIR.
 DATABASE_URL = env_str("DATABASE_URL")
+_database: dict[str, Any]
 if DATABASE_URL:
-    _database = dj_database_url.parse(DATABASE_URL)
+    _database = dict(dj_database_url.parse(DATABASE_URL))
 else:
     from config.embedded_db import embedded_database
 

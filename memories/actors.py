@@ -5,17 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from django.core.exceptions import PermissionDenied
+
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+    from django.contrib.auth.models import AnonymousUser, User
 
 
 @dataclass(frozen=True)
 class Actor:
     label: str
-    user: AbstractBaseUser | None = None
+    user: User | None = None
 
     @classmethod
-    def for_user(cls, user: AbstractBaseUser) -> Actor:
+    def for_user(cls, user: User | AnonymousUser) -> Actor:
+        if not user.is_authenticated:
+            raise PermissionDenied("Sign in first.")
         return cls(label=f"user:{user.get_username()}", user=user)
 
     @classmethod

@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Func, QuerySet, TextField, Value
 from django.http import HttpRequest, HttpResponse
@@ -57,7 +58,7 @@ class ExpiringSoonFilter(admin.SimpleListFilter):
         if self.value() == "expired":
             return queryset.filter(expires_at__lte=now)
         if self.value() in {"7", "30"}:
-            horizon = now + timedelta(days=int(self.value()))
+            horizon = now + timedelta(days=int(self.value() or 0))
             return queryset.filter(expires_at__gt=now, expires_at__lte=horizon)
         return queryset
 
@@ -220,16 +221,18 @@ class MemoryAdmin(admin.ModelAdmin):
         actions.pop("delete_selected", None)
         return actions
 
-    def get_form(self, request: HttpRequest, obj: Memory | None = None, **kwargs: Any) -> Any:
+    def get_form(
+        self, request: HttpRequest, obj: Memory | None = None, change: bool = False, **kwargs: Any
+    ) -> Any:
         kwargs["form"] = MemoryChangeForm if obj else MemoryAddForm
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change, **kwargs)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Memory | None = None) -> list[str]:
         if obj is None:
             return []
         return [*self.readonly_fields, "project", "scope", "source", "source_run"]
 
-    def get_fields(self, request: HttpRequest, obj: Memory | None = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Memory | None = None) -> Any:
         if obj is None:
             return list(MemoryAddForm.Meta.fields)
         return [
@@ -313,7 +316,7 @@ class MemoryAdmin(admin.ModelAdmin):
                 "form": form,
                 "memories": queryset,
                 "opts": self.model._meta,
-                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+                "action_checkbox_name": ACTION_CHECKBOX_NAME,
             },
         )
 

@@ -142,7 +142,7 @@ class Run(models.Model):
     prompt_hash = models.CharField(max_length=64, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    memories = models.ManyToManyField(
+    memories: models.ManyToManyField[Memory, RunMemory] = models.ManyToManyField(
         "Memory", through="RunMemory", related_name="runs", blank=True
     )
 

@@ -40,7 +40,7 @@ from memories.models import (
 from memories.tags import tag_patterns
 from memories.text import clean_content, clean_tags, content_hash, summarize
 
-INITIAL_CONFIDENCE = {Source.HUMAN: 1.0, Source.RUN: 0.5, Source.LEARNING: 0.3}
+INITIAL_CONFIDENCE: dict[str, float] = {Source.HUMAN: 1.0, Source.RUN: 0.5, Source.LEARNING: 0.3}
 OUTCOME_STEP = 0.1
 # Confidence is rounded at every write so that 0.3 - 0.1 is exactly 0.2, not 0.19999999999999998.
 CONFIDENCE_DECIMALS = 6
