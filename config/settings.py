@@ -32,6 +32,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_filters",
     "django_celery_beat",
     "memories",
@@ -119,6 +121,50 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+
+# REST API
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "memories.api.auth.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["memories.api.parsers.LimitedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_THROTTLE_CLASSES": ["memories.api.throttling.PerKeyRateThrottle"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "memories.api.errors.api_exception_handler",
+    "NON_FIELD_ERRORS_KEY": "nonFieldErrors",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "STRICT_JSON": True,
+}
+# Requests per API key (or signed-in user): "<number>/<second|minute|hour|day>".
+API_THROTTLE_RATE = env_str("API_THROTTLE_RATE", "1200/min")
+API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 64 * 1024)
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Memory Layer API",
+    "DESCRIPTION": "Long-term memory with governance for AI agents.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI's assets come from this project's static files, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "memories.api.schema.forbid_unknown_request_fields",
+    ],
+    "ENUM_NAME_OVERRIDES": {
+        "MemoryTypeEnum": "memories.models.MemoryType",
+        "SourceEnum": "memories.models.Source",
+        "ReviewStatusEnum": "memories.models.ReviewStatus",
+        "TierEnum": "memories.models.Tier",
+        "RunStatusEnum": "memories.models.RunStatus",
+        "OutcomeEnum": "memories.models.Outcome",
+        "EventActionEnum": "memories.models.EventAction",
+    },
+}
 
 # Memory store limits and defaults.
 MEMORY_CONTENT_MAX_CHARS = env_int("MEMORY_CONTENT_MAX_CHARS", 4000)

@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import RedirectView
 
 admin.site.site_header = "Memory Layer"
@@ -9,4 +9,5 @@ admin.site.index_title = "Memories, projects, runs and history"
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="admin:index", permanent=False)),
     path("admin/", admin.site.urls),
+    path("api/", include("memories.api.urls")),
 ]

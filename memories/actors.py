@@ -10,17 +10,24 @@ from django.core.exceptions import PermissionDenied
 if TYPE_CHECKING:
     from django.contrib.auth.models import AnonymousUser, User
 
+    from memories.models import ApiKey
+
 
 @dataclass(frozen=True)
 class Actor:
     label: str
     user: User | None = None
+    api_key: ApiKey | None = None
 
     @classmethod
     def for_user(cls, user: User | AnonymousUser) -> Actor:
         if not user.is_authenticated:
             raise PermissionDenied("Sign in first.")
         return cls(label=f"user:{user.get_username()}", user=user)
+
+    @classmethod
+    def for_api_key(cls, api_key: ApiKey) -> Actor:
+        return cls(label=f"api-key:{api_key.name}", api_key=api_key)
 
     @classmethod
     def system(cls, job: str) -> Actor:
@@ -32,3 +39,7 @@ class Actor:
 
     def can_review(self) -> bool:
         return self.user is not None and self.user.has_perm("memories.review_memory")
+
+    def event_fields(self) -> dict[str, object]:
+        """The actor columns of a MemoryEvent."""
+        return {"actor_user": self.user, "actor_api_key": self.api_key, "actor_label": self.label}

@@ -19,6 +19,7 @@ from django.utils.html import format_html, format_html_join
 from memories import services
 from memories.actors import Actor
 from memories.models import (
+    ApiKey,
     Memory,
     MemoryEvent,
     MemoryPolicy,
@@ -409,3 +410,51 @@ class MemoryEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class ApiKeyForm(forms.ModelForm):
+    class Meta:
+        model = ApiKey
+        fields = ["project", "name"]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "prefix", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["project"]
+    search_fields = ["name", "prefix"]
+    list_select_related = ["project"]
+    actions = ["revoke"]
+
+    def get_form(
+        self, request: HttpRequest, obj: ApiKey | None = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        kwargs["form"] = ApiKeyForm
+        return super().get_form(request, obj, change, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> Any:
+        if obj is None:
+            return []
+        return ["project", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: forms.ModelForm, change: bool):
+        if change:
+            return
+        api_key, token = services.api_key_create(
+            project=form.cleaned_data["project"], name=form.cleaned_data["name"]
+        )
+        obj.pk = api_key.pk
+        self.message_user(
+            request,
+            f"API key {api_key.name!r} created. Copy it now, it is not shown again: {token}",
+            messages.WARNING,
+        )
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # revoke instead: history keeps pointing at the key
+
+    @admin.action(description="Revoke", permissions=["change"])
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        for api_key in queryset:
+            services.api_key_revoke(api_key=api_key)
+        self.message_user(request, f"Revoked {queryset.count()} keys.", messages.SUCCESS)

@@ -9,7 +9,8 @@ from django.db.models import BooleanField, F, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from memories.models import Memory, MemoryEvent, Project, Scope
+from memories.keys import secret_matches, split_token
+from memories.models import ApiKey, Memory, MemoryEvent, Project, Scope
 from memories.tags import scope_patterns
 
 # A memory matches the write scope when one of its tag regexes matches a scope
@@ -67,3 +68,17 @@ def memories_for_task(
 
 def memory_history(*, memory_id: int) -> QuerySet[MemoryEvent]:
     return MemoryEvent.objects.filter(memory_id=memory_id).select_related("actor_user", "run")
+
+
+def api_key_for_token(token: str) -> ApiKey | None:
+    """The active key a bearer token proves, or None. Constant-time on the secret."""
+    parts = split_token(token)
+    if parts is None:
+        return None
+    prefix, secret = parts
+    api_key = (
+        ApiKey.objects.select_related("project").filter(prefix=prefix, revoked_at=None).first()
+    )
+    if api_key is None or not secret_matches(secret, api_key.secret_hash):
+        return None
+    return api_key

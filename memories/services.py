@@ -10,6 +10,7 @@ single ones: the admin's bulk approve and the API's approve both end in
 from __future__ import annotations
 
 import math
+import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -17,12 +18,15 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from assembly.tokens import count_tokens
 from memories.actors import Actor
+from memories.keys import API_KEY_TOKEN_PREFIX, hash_secret
 from memories.models import (
     DEFAULT_EXPIRY_DAYS,
+    ApiKey,
     EventAction,
     Memory,
     MemoryEvent,
@@ -38,7 +42,7 @@ from memories.models import (
     Source,
 )
 from memories.tags import tag_patterns
-from memories.text import clean_content, clean_tags, content_hash, summarize
+from memories.text import clean_content, clean_tags, clean_write_scope, content_hash, summarize
 
 INITIAL_CONFIDENCE: dict[str, float] = {Source.HUMAN: 1.0, Source.RUN: 0.5, Source.LEARNING: 0.3}
 OUTCOME_STEP = 0.1
@@ -76,13 +80,13 @@ def _unit_interval(value: object, field_name: str) -> float:
     return float(value)
 
 
-def _future_datetime(value: object, field_name: str, now: datetime) -> datetime | None:
+def _aware_datetime(value: object, field_name: str) -> datetime | None:
+    """An expiry: a time-zone-aware date-time, or None for never. A time already past is
+    allowed: the memory is expired from the start (kept, never selected)."""
     if value is None:
         return None
     if not isinstance(value, datetime) or timezone.is_naive(value):
         raise ValidationError({field_name: "Must be a date-time with a time zone."})
-    if value <= now:
-        raise ValidationError({field_name: "Must be in the future (or empty for never)."})
     return value
 
 
@@ -168,7 +172,7 @@ def memory_create(
     if expires_at is _UNSET:
         expires_at = default_expiry(policy=policy, memory_type=memory_type, now=now)
     else:
-        expires_at = _future_datetime(expires_at, "expires_at", now)
+        expires_at = _aware_datetime(expires_at, "expires_at")
 
     approved = memory_source == Source.HUMAN and actor.can_review() and scope != Scope.GLOBAL
     memory = Memory(
@@ -198,8 +202,7 @@ def memory_create(
             name: [None, _jsonable(getattr(memory, name))]
             for name in ("type", "content", "tags", "source", "confidence", "expires_at")
         },
-        actor_user=actor.user,
-        actor_label=actor.label,
+        **actor.event_fields(),
         run=source_run,
     )
     return memory
@@ -275,8 +278,7 @@ def _change_memories(
                     action=action,
                     changes={k: v for k, v in diff.items() if k not in _DERIVED_SILENT},
                     reason=reason,
-                    actor_user=actor.user,
-                    actor_label=actor.label,
+                    **actor.event_fields(),
                     run=run,
                 )
             )
@@ -316,7 +318,7 @@ def memory_update(
     if "type" in changes:
         values["type"] = _choice(changes["type"], MemoryType, "type")
     if "expires_at" in changes:
-        values["expires_at"] = _future_datetime(changes["expires_at"], "expires_at", now)
+        values["expires_at"] = _aware_datetime(changes["expires_at"], "expires_at")
     result = _change_memories(
         memory_ids=[memory.pk],
         compute=lambda _memory: values,
@@ -489,8 +491,7 @@ def memories_delete(*, memory_ids: Iterable[int], actor: Actor, reason: str = ""
                 action=EventAction.DELETED,
                 changes={"content": [memory.content, None], "tags": [memory.tags, None]},
                 reason=reason,
-                actor_user=actor.user,
-                actor_label=actor.label,
+                **actor.event_fields(),
             )
             for memory in memories
         ],
@@ -517,7 +518,7 @@ def run_start(
         project=project,
         external_id=external_id.strip(),
         task_title=task_title,
-        write_scope=clean_tags(list(write_scope)),
+        write_scope=clean_write_scope(write_scope),
     )
     run.full_clean()
     run.save()
@@ -598,3 +599,39 @@ def run_record_outcome(
             now=now,
         )
     return OutcomeResult(run=locked, recorded=True, changes=changes)
+
+
+# --- API keys -------------------------------------------------------------------------------
+
+API_KEY_LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def api_key_create(*, project: Project, name: str) -> tuple[ApiKey, str]:
+    """A new key for ``project``. Returns the key and its token, which is shown only once."""
+    name = (name or "").strip()
+    if not name:
+        raise ValidationError({"name": "An API key needs a name."})
+    prefix = secrets.token_hex(4)
+    secret = secrets.token_urlsafe(32)
+    api_key = ApiKey(project=project, name=name, prefix=prefix, secret_hash=hash_secret(secret))
+    api_key.full_clean()
+    api_key.save()
+    return api_key, f"{API_KEY_TOKEN_PREFIX}_{prefix}_{secret}"
+
+
+def api_key_revoke(*, api_key: ApiKey, now: datetime | None = None) -> ApiKey:
+    if api_key.revoked_at is None:
+        api_key.revoked_at = now or timezone.now()
+        api_key.save(update_fields=["revoked_at"])
+    return api_key
+
+
+def api_key_touch(*, api_key: ApiKey, now: datetime | None = None) -> None:
+    """Record use, at most one write a minute per key (a request never waits on a hot row)."""
+    now = now or timezone.now()
+    if api_key.last_used_at and now - api_key.last_used_at < API_KEY_LAST_USED_RESOLUTION:
+        return
+    ApiKey.objects.filter(pk=api_key.pk).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - API_KEY_LAST_USED_RESOLUTION)
+    ).update(last_used_at=now)
+    api_key.last_used_at = now

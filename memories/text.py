@@ -11,6 +11,8 @@ from django.core.exceptions import ValidationError
 
 _KEEP_CONTROL = {"\n", "\t"}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+WRITE_SCOPE_MAX_ENTRIES = 100
+WRITE_SCOPE_ENTRY_MAX_CHARS = 500
 
 
 def strip_control_characters(text: str) -> str:
@@ -38,33 +40,54 @@ def clean_content(content: object) -> str:
     return cleaned
 
 
-def clean_tags(tags: object) -> list[str]:
-    """Tags as stored: stripped, non-empty, unique (first wins), bounded in count and length."""
-    if tags is None:
+def _clean_strings(
+    values: object, *, field: str, noun: str, max_items: int, max_chars: int
+) -> list[str]:
+    """A list of stripped, non-empty, unique (first wins) strings, bounded in count and length."""
+    if values is None:
         return []
-    if isinstance(tags, str) or not isinstance(tags, list | tuple):
-        raise ValidationError({"tags": "Tags must be a list of strings."})
+    if isinstance(values, str) or not isinstance(values, list | tuple):
+        raise ValidationError({field: f"{noun.capitalize()}s must be a list of strings."})
     cleaned: list[str] = []
-    for tag in tags:
-        if not isinstance(tag, str):
-            raise ValidationError({"tags": f"Tag {tag!r} is not a string."})
-        value = strip_control_characters(tag).strip()
-        if not value:
-            raise ValidationError({"tags": "Tags must not be empty."})
-        if len(value) > settings.MEMORY_TAG_MAX_CHARS:
+    for value in values:
+        if not isinstance(value, str):
+            raise ValidationError({field: f"{noun.capitalize()} {value!r} is not a string."})
+        text = strip_control_characters(value).strip()
+        if not text:
+            raise ValidationError({field: f"{noun.capitalize()}s must not be empty."})
+        if len(text) > max_chars:
             raise ValidationError(
                 {
-                    "tags": f"Tag {value[:40]!r}... is {len(value)} characters long; "
-                    f"the limit is {settings.MEMORY_TAG_MAX_CHARS}."
+                    field: f"{noun.capitalize()} {text[:40]!r}... is {len(text)} characters long; "
+                    f"the limit is {max_chars}."
                 }
             )
-        if value not in cleaned:
-            cleaned.append(value)
-    if len(cleaned) > settings.MEMORY_MAX_TAGS:
-        raise ValidationError(
-            {"tags": f"{len(cleaned)} tags given; the limit is {settings.MEMORY_MAX_TAGS}."}
-        )
+        if text not in cleaned:
+            cleaned.append(text)
+    if len(cleaned) > max_items:
+        raise ValidationError({field: f"{len(cleaned)} {noun}s given; the limit is {max_items}."})
     return cleaned
+
+
+def clean_tags(tags: object) -> list[str]:
+    return _clean_strings(
+        tags,
+        field="tags",
+        noun="tag",
+        max_items=settings.MEMORY_MAX_TAGS,
+        max_chars=settings.MEMORY_TAG_MAX_CHARS,
+    )
+
+
+def clean_write_scope(write_scope: object) -> list[str]:
+    """A run's write scope: paths and globs."""
+    return _clean_strings(
+        list(write_scope) if isinstance(write_scope, tuple) else write_scope,
+        field="write_scope",
+        noun="write scope entry",
+        max_items=WRITE_SCOPE_MAX_ENTRIES,
+        max_chars=WRITE_SCOPE_ENTRY_MAX_CHARS,
+    )
 
 
 def content_hash(content: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 import tiktoken
@@ -19,6 +19,7 @@ from memories.models import (
     RunStatus,
     Scope,
 )
+from memories.selectors import memories_for_task
 
 pytestmark = pytest.mark.django_db
 
@@ -79,11 +80,20 @@ def test_caller_given_expiry_wins_and_none_means_never(project, system_actor):
     assert never.expires_at is None
 
 
-def test_expiry_in_the_past_is_refused(project, system_actor):
+def test_expiry_in_the_past_makes_a_memory_that_is_never_selected(project, system_actor):
+    memory = services.memory_create(
+        project=project, type="context", content="c", source="run", actor=system_actor,
+        expires_at=timezone.now() - timedelta(seconds=1),
+    )  # fmt: skip
+    assert memory.active
+    assert memories_for_task(project=project, write_scope=[]) == []
+
+
+def test_naive_expiry_is_refused(project, system_actor):
     with pytest.raises(ValidationError) as error:
         services.memory_create(
             project=project, type="context", content="c", source="run", actor=system_actor,
-            expires_at=timezone.now() - timedelta(seconds=1),
+            expires_at=datetime(2030, 1, 1),
         )  # fmt: skip
     assert "expires_at" in error.value.message_dict
     assert not Memory.objects.exists()

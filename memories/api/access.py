@@ -1,0 +1,67 @@
+"""Who sees which project. An API key sees only its own project; anything else answers 404,
+exactly as for a project that does not exist. Signed-in users with the view permission see
+every project."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.request import Request
+
+from memories.api.auth import api_key_of
+from memories.models import Memory, Project, Scope
+
+PROJECT_NOT_FOUND = "No project {ref!r} here (or your key belongs to another project)."
+
+
+def projects_for(request: Request) -> QuerySet[Project]:
+    projects = Project.objects.select_related("policy")
+    api_key = api_key_of(request)
+    if api_key is not None:
+        return projects.filter(pk=api_key.project_id)
+    if request.user.has_perm("memories.view_memory"):
+        return projects
+    return projects.none()
+
+
+def project_or_404(request: Request, ref: str) -> Project:
+    """The project named by id or slug, if the caller may see it."""
+    projects = projects_for(request)
+    if ref.isdigit() and len(ref) <= 18:
+        project = projects.filter(pk=int(ref)).first()
+    else:
+        project = projects.filter(slug=ref).first()
+    if project is None:
+        raise NotFound(PROJECT_NOT_FOUND.format(ref=ref))
+    return project
+
+
+def project_memory_or_404(project: Project, memory_id: int) -> Memory:
+    memory = (
+        Memory.objects.filter(project=project, pk=memory_id)
+        .exclude(scope=Scope.GLOBAL)
+        .select_related("approved_by")
+        .defer("search_vector")
+        .first()
+    )
+    if memory is None:
+        raise NotFound(f"No memory {memory_id} in project {project.slug}.")
+    return memory
+
+
+def global_memory_or_404(memory_id: int) -> Memory:
+    memory = (
+        Memory.objects.filter(scope=Scope.GLOBAL, pk=memory_id)
+        .select_related("approved_by")
+        .defer("search_vector")
+        .first()
+    )
+    if memory is None:
+        raise NotFound(f"No global memory {memory_id}.")
+    return memory
+
+
+def require_perm(request: Request, perm: str, action: str) -> None:
+    """Signed-in people need the model permission for a write; keys write their own project."""
+    if api_key_of(request) is None and not request.user.has_perm(perm):
+        raise PermissionDenied(f"You need the '{perm}' permission to {action}.")

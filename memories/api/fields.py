@@ -1,0 +1,106 @@
+"""Strict input: the JSON type a field asks for, or a 400 that says so; no unknown fields."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from django.utils.dateparse import parse_datetime
+from rest_framework import serializers
+
+
+class StrictInput(serializers.Serializer):
+    """A request body serializer that refuses anything but a JSON object of known fields."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise serializers.ValidationError(
+                {"nonFieldErrors": ["Send a JSON object with the fields of this operation."]}
+            )
+        allowed = sorted(name for name, field in self.fields.items() if not field.read_only)
+        errors = {
+            name: [f"Unknown field. Allowed: {', '.join(allowed)}."]
+            for name in sorted(set(data) - set(allowed))
+        }
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as invalid:
+            detail = invalid.detail if isinstance(invalid.detail, dict) else {}
+            raise serializers.ValidationError({**errors, **detail} or invalid.detail) from None
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+
+class StrictCharField(serializers.CharField):
+    default_error_messages = {"invalid": "Must be a JSON string."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid_choice", input=data)
+        return super().to_internal_value(data)
+
+    default_error_messages = {
+        "invalid_choice": "{input!r} is not one of the allowed values.",
+    }
+
+
+class StrictFloatField(serializers.FloatField):
+    default_error_messages = {"invalid": "Must be a JSON number."}
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        if isinstance(data, float) and not math.isfinite(data):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    default_error_messages = {"invalid": "Must be a JSON integer."}
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", 2**63 - 1)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictDateTimeField(serializers.DateTimeField):
+    default_error_messages = {
+        "invalid": "Must be an ISO 8601 date-time with a time zone, e.g. 2030-01-31T12:00:00Z.",
+    }
+
+    def to_internal_value(self, value: Any) -> datetime:
+        if not isinstance(value, str):
+            self.fail("invalid")
+        try:
+            given = parse_datetime(value)
+        except ValueError:
+            given = None
+        if given is None or given.tzinfo is None:
+            self.fail("invalid")
+        return super().to_internal_value(value)
+
+
+def tag_list(**kwargs: Any) -> serializers.ListField:
+    from django.conf import settings
+
+    return serializers.ListField(
+        child=StrictCharField(max_length=settings.MEMORY_TAG_MAX_CHARS, allow_blank=False),
+        max_length=settings.MEMORY_MAX_TAGS,
+        **kwargs,
+    )

@@ -1,0 +1,130 @@
+"""Query parameters of the memory lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_filters
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework.exceptions import ValidationError
+from rest_framework.filters import OrderingFilter
+
+from memories.models import Memory, MemoryType, ReviewStatus, Source
+
+
+@extend_schema_field(OpenApiTypes.BOOL)
+class StrictBooleanFilter(django_filters.TypedChoiceFilter):
+    """``true`` or ``false``; anything else is a 400 (django-filter's own boolean ignores it)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            choices=[("true", "true"), ("false", "false")],
+            coerce=lambda value: value == "true",
+            **kwargs,
+        )
+
+
+class MemoryFilter(django_filters.FilterSet):
+    type = django_filters.ChoiceFilter(choices=MemoryType.choices)
+    active = StrictBooleanFilter(
+        help_text="Default true: only active memories. `false` for inactive ones."
+    )
+    tags = django_filters.CharFilter(
+        method="filter_tags", help_text="Comma-separated; memories with any of these tags."
+    )
+    source = django_filters.ChoiceFilter(choices=Source.choices)
+    reviewStatus = django_filters.ChoiceFilter(
+        field_name="review_status", choices=ReviewStatus.choices
+    )
+    q = django_filters.CharFilter(
+        method="filter_text", help_text="Full-text search of the content (web-search syntax)."
+    )
+    expiringBefore = django_filters.IsoDateTimeFilter(
+        field_name="expires_at", lookup_expr="lt", help_text="Memories expiring before this time."
+    )
+
+    class Meta:
+        model = Memory
+        fields: list[str] = []
+
+    def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        if data is not None and "active" not in data:
+            data = data.copy()
+            data["active"] = "true"
+        super().__init__(data, *args, **kwargs)
+
+    # Parameters whose empty value is a mistake, not "no filter".
+    NOT_EMPTY = ("type", "active", "source", "reviewStatus", "expiringBefore")
+
+    def is_valid(self) -> bool:
+        valid = super().is_valid()
+        for name in self.NOT_EMPTY:
+            if name in self.data and self.data[name] == "":
+                self.form.add_error(name, "Give a value, or leave the parameter out.")
+                valid = False
+        return valid
+
+    def filter_tags(self, queryset: QuerySet[Memory], name: str, value: str) -> QuerySet[Memory]:
+        tags = [tag.strip() for tag in value.split(",") if tag.strip()]
+        return queryset.filter(tags__overlap=tags) if tags else queryset
+
+    def filter_text(self, queryset: QuerySet[Memory], name: str, value: str) -> QuerySet[Memory]:
+        if not value.strip():
+            return queryset
+        query = SearchQuery(value, search_type="websearch", config="english")
+        return queryset.filter(search_vector=query)
+
+
+class CamelOrderingFilter(OrderingFilter):
+    """``ordering=-createdAt``: the API's camelCase names for model fields."""
+
+    fields = {
+        "createdAt": "created_at",
+        "updatedAt": "updated_at",
+        "confidence": "confidence",
+        "relevanceScore": "relevance_score",
+        "expiresAt": "expires_at",
+        "accessCount": "access_count",
+    }
+    ordering_description = "Sort by " + ", ".join(fields) + "; prefix '-' for descending."
+
+    def get_ordering(self, request: Any, queryset: Any, view: Any) -> Any:
+        raw = request.query_params.get(self.ordering_param)
+        if raw is None:
+            return self.get_default_ordering(view)
+        ordering = []
+        for term in raw.split(","):
+            term = term.strip()
+            descending = term.startswith("-")
+            name = self.fields.get(term.lstrip("-"))
+            if name is None:
+                raise ValidationError(
+                    {
+                        "ordering": [
+                            f"{term!r} is not sortable; use one of {', '.join(self.fields)}."
+                        ]
+                    }
+                )
+            ordering.append(f"-{name}" if descending else name)
+        return ordering
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": self.ordering_param,
+                "required": False,
+                "in": "query",
+                "description": self.ordering_description,
+                "schema": {
+                    "type": "string",
+                    "pattern": "^-?("
+                    + "|".join(self.fields)
+                    + ")(,-?("
+                    + "|".join(self.fields)
+                    + "))*$",
+                },
+            }
+        ]

@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from django.conf import settings
+from rest_framework.parsers import JSONParser
+
+from memories.api.errors import RequestTooLarge
+
+
+class LimitedJSONParser(JSONParser):
+    """JSON bodies up to API_MAX_BODY_BYTES; larger ones are refused before parsing."""
+
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        limit = settings.API_MAX_BODY_BYTES
+        request = (parser_context or {}).get("request")
+        declared = request.META.get("CONTENT_LENGTH") if request is not None else None
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise RequestTooLarge(f"The body is {declared} bytes; the limit is {limit}.")
+        body = stream.read(limit + 1) if stream is not None else b""
+        if len(body) > limit:
+            raise RequestTooLarge(f"The body is over the limit of {limit} bytes.")
+        return super().parse(io.BytesIO(body), media_type, parser_context)

@@ -1,0 +1,57 @@
+from django.urls import path, re_path, register_converter
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from memories.api import views
+from memories.api.errors import api_not_found
+
+
+class IdConverter:
+    """A database id: 1 to 18 digits (never overflows a bigint)."""
+
+    regex = "[0-9]{1,18}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value: int) -> str:
+        return str(value)
+
+
+register_converter(IdConverter, "id")
+
+app_name = "api"
+project = "projects/<slug:project>"
+memory = f"{project}/memories/<id:memory_id>"
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("projects/", views.ProjectList.as_view(), name="projects"),
+    path(project, views.ProjectDetail.as_view(), name="project"),
+    path(f"{project}/memories", views.MemoryListCreate.as_view(), name="memories"),
+    path(memory, views.MemoryDetail.as_view(), name="memory"),
+    path(f"{memory}/approve", views.MemoryApprove.as_view(), name="memory-approve"),
+    path(f"{memory}/reject", views.MemoryReject.as_view(), name="memory-reject"),
+    path(f"{memory}/history", views.MemoryHistory.as_view(), name="memory-history"),
+    path(f"{project}/runs", views.RunCreate.as_view(), name="runs"),
+    path(f"{project}/runs/<id:run_id>", views.RunDetail.as_view(), name="run"),
+    path(f"{project}/runs/<id:run_id>/outcome", views.RunOutcome.as_view(), name="run-outcome"),
+    path(f"{project}/export", views.ProjectExport.as_view(), name="export"),
+    path("memories/global", views.GlobalMemories.as_view(), name="global-memories"),
+    path(
+        "memories/global/<id:memory_id>",
+        views.GlobalMemoryDetail.as_view(),
+        name="global-memory",
+    ),
+    path(
+        "memories/global/<id:memory_id>/approve",
+        views.GlobalMemoryApprove.as_view(),
+        name="global-memory-approve",
+    ),
+    path(
+        "memories/global/<id:memory_id>/reject",
+        views.GlobalMemoryReject.as_view(),
+        name="global-memory-reject",
+    ),
+    re_path(r"^.*$", api_not_found),
+]

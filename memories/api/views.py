@@ -1,0 +1,473 @@
+"""The REST API. Views parse, check access, call one service and render; nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from django.contrib.postgres.aggregates import JSONBAgg
+from django.db.models import F, Q, QuerySet
+from django.db.models.functions import JSONObject
+from django.http import StreamingHttpResponse
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.views import APIView
+
+from memories import selectors, services
+from memories.api import serializers as s
+from memories.api.access import (
+    global_memory_or_404,
+    project_memory_or_404,
+    project_or_404,
+    projects_for,
+    require_perm,
+)
+from memories.api.auth import actor_for, api_key_of
+from memories.api.errors import ConflictError
+from memories.api.filters import CamelOrderingFilter, MemoryFilter
+from memories.api.idempotency import HEADER as IDEMPOTENCY_HEADER
+from memories.api.idempotency import idempotent
+from memories.api.pagination import EventPagination, MemoryPagination
+from memories.models import Memory, Project, Run, Scope, Source
+
+PROJECT_PARAM = OpenApiParameter(
+    "project", OpenApiTypes.STR, OpenApiParameter.PATH, description="Project id or slug."
+)
+MEMORY_PARAM = OpenApiParameter("memory_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+RUN_PARAM = OpenApiParameter("run_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+IDEMPOTENCY_PARAM = OpenApiParameter(
+    IDEMPOTENCY_HEADER,
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description="A retry with the same key and body replays the first response.",
+)
+
+
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    described = {
+        400: "Invalid input: see `error.fields`.",
+        401: "No or unknown API key / not signed in.",
+        403: "Not allowed for this caller.",
+        404: "Not found (or not visible to this caller).",
+        409: "Conflicts with the stored state.",
+        413: "Request body too large.",
+        415: "Send JSON.",
+        429: "Too many requests for this key.",
+    }
+    wanted = {401, 404, 429, *codes}
+    return {code: OpenApiResponse(s.ErrorOut, description=described[code]) for code in wanted}
+
+
+WRITE_ERRORS = (400, 403, 413, 415)
+
+
+def _memories(project: Project) -> QuerySet[Memory]:
+    return (
+        Memory.objects.filter(project=project)
+        .exclude(scope=Scope.GLOBAL)
+        .select_related("approved_by")
+        .defer("search_vector")
+    )
+
+
+def _check_source(request: Request, source: str) -> None:
+    if source == Source.HUMAN and api_key_of(request) is not None:
+        raise PermissionDenied(
+            "An API key writes as an agent: use source 'run' or 'learning'. "
+            "Memories with source 'human' are written by signed-in people."
+        )
+
+
+class ProjectList(APIView):
+    @extend_schema(
+        operation_id="projects_list",
+        responses={200: s.ProjectListOut, **errors()},
+        summary="Projects the caller may see",
+    )
+    def get(self, request: Request) -> Response:
+        return Response({"projects": [s.project_out(p) for p in projects_for(request)]})
+
+
+class ProjectDetail(APIView):
+    @extend_schema(parameters=[PROJECT_PARAM], responses={200: s.ProjectOut, **errors()})
+    def get(self, request: Request, project: str) -> Response:
+        return Response(s.project_out(project_or_404(request, project)))
+
+
+class MemoryListCreate(generics.GenericAPIView):
+    filter_backends = [DjangoFilterBackend, CamelOrderingFilter]
+    filterset_class = MemoryFilter
+    pagination_class = MemoryPagination
+    ordering = ["-created_at", "-id"]
+    serializer_class = s.MemoryOut
+    queryset = Memory.objects.none()
+
+    def get_queryset(self) -> QuerySet[Memory]:
+        return _memories(project_or_404(self.request, self.kwargs["project"]))
+
+    @extend_schema(
+        parameters=[PROJECT_PARAM],
+        responses={200: s.MemoryOut(many=True), **errors(400)},
+        summary="List a project's memories",
+    )
+    def get(self, request: Request, project: str) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None
+        return self.get_paginated_response([s.memory_out(memory) for memory in page])
+
+    @extend_schema(
+        parameters=[PROJECT_PARAM, IDEMPOTENCY_PARAM],
+        request=s.MemoryCreateIn,
+        responses={201: s.MemoryOut, **errors(*WRITE_ERRORS, 409)},
+        summary="Store a memory",
+    )
+    def post(self, request: Request, project: str) -> Response:
+        target = project_or_404(request, project)
+        require_perm(request, "memories.add_memory", "add memories")
+        return idempotent(request, target, lambda: self._create(request, target))
+
+    def _create(self, request: Request, project: Project) -> Response:
+        data = _valid(s.MemoryCreateIn, request.data)
+        _check_source(request, data["source"])
+        source_run = None
+        if data["sourceRunId"] is not None:
+            source_run = Run.objects.filter(project=project, pk=data["sourceRunId"]).first()
+            if source_run is None:
+                raise ValidationError({"sourceRunId": ["No run with this id in this project."]})
+        optional = {"expires_at": data["expiresAt"]} if "expiresAt" in data else {}
+        memory = services.memory_create(
+            project=project,
+            scope=data["scope"],
+            type=data["type"],
+            content=data["content"],
+            tags=data["tags"],
+            relevance_score=data["relevanceScore"],
+            source=data["source"],
+            source_run=source_run,
+            summary=data.get("summary"),
+            actor=actor_for(request),
+            **optional,
+        )
+        return _created(
+            s.memory_out(memory), "api:memory", project=project.slug, memory_id=memory.pk
+        )
+
+
+def _created(body: dict[str, Any], route: str, **kwargs: Any) -> Response:
+    """201 with the new resource's address in ``Location``."""
+    return Response(
+        body, status=status.HTTP_201_CREATED, headers={"Location": reverse(route, kwargs=kwargs)}
+    )
+
+
+def _valid(serializer_class: type[s.StrictInput], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+class MemoryDetail(APIView):
+    @extend_schema(
+        parameters=[PROJECT_PARAM, MEMORY_PARAM], responses={200: s.MemoryOut, **errors()}
+    )
+    def get(self, request: Request, project: str, memory_id: int) -> Response:
+        target = project_or_404(request, project)
+        return Response(s.memory_out(project_memory_or_404(target, memory_id)))
+
+    @extend_schema(
+        parameters=[PROJECT_PARAM, MEMORY_PARAM],
+        request=s.MemoryUpdateIn,
+        responses={200: s.MemoryOut, **errors(*WRITE_ERRORS)},
+        summary="Change what a memory says",
+    )
+    def patch(self, request: Request, project: str, memory_id: int) -> Response:
+        target = project_or_404(request, project)
+        memory = project_memory_or_404(target, memory_id)
+        require_perm(request, "memories.change_memory", "change memories")
+        data = _valid(s.MemoryUpdateIn, request.data)
+        names = {"relevanceScore": "relevance_score", "expiresAt": "expires_at"}
+        changes = {names.get(k, k): v for k, v in data.items() if k != "reason"}
+        services.memory_update(
+            memory=memory, actor=actor_for(request), reason=data.get("reason", ""), **changes
+        )
+        return Response(s.memory_out(project_memory_or_404(target, memory_id)))
+
+    @extend_schema(
+        parameters=[PROJECT_PARAM, MEMORY_PARAM],
+        request=None,
+        responses={204: None, **errors(403)},
+        summary="Delete a memory (its history stays)",
+    )
+    def delete(self, request: Request, project: str, memory_id: int) -> Response:
+        target = project_or_404(request, project)
+        memory = project_memory_or_404(target, memory_id)
+        require_perm(request, "memories.delete_memory", "delete memories")
+        services.memories_delete(memory_ids=[memory.pk], actor=actor_for(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MemoryApprove(APIView):
+    @extend_schema(
+        parameters=[PROJECT_PARAM, MEMORY_PARAM],
+        request=None,
+        responses={200: s.MemoryOut, **errors(403)},
+        summary="Approve (reviewers only): confidence 1.0",
+    )
+    def patch(self, request: Request, project: str, memory_id: int) -> Response:
+        target = project_or_404(request, project)
+        memory = project_memory_or_404(target, memory_id)
+        services.memory_approve(memory=memory, actor=actor_for(request))
+        return Response(s.memory_out(project_memory_or_404(target, memory_id)))
+
+
+class MemoryReject(APIView):
+    @extend_schema(
+        parameters=[PROJECT_PARAM, MEMORY_PARAM],
+        request=s.RejectIn,
+        responses={200: s.MemoryOut, **errors(*WRITE_ERRORS)},
+        summary="Reject (reviewers only): inactive",
+    )
+    def patch(self, request: Request, project: str, memory_id: int) -> Response:
+        target = project_or_404(request, project)
+        memory = project_memory_or_404(target, memory_id)
+        data = _valid(s.RejectIn, request.data or {})
+        services.memory_reject(memory=memory, actor=actor_for(request), reason=data["reason"])
+        return Response(s.memory_out(project_memory_or_404(target, memory_id)))
+
+
+class MemoryHistory(generics.GenericAPIView):
+    pagination_class = EventPagination
+    serializer_class = s.EventOut
+
+    @extend_schema(
+        parameters=[PROJECT_PARAM, MEMORY_PARAM],
+        responses={200: s.EventOut(many=True), **errors(400)},
+        summary="Every change to a memory: who, what, why",
+    )
+    def get(self, request: Request, project: str, memory_id: int) -> Response:
+        target = project_or_404(request, project)
+        events = selectors.memory_history(memory_id=memory_id).filter(project=target)
+        if not events.exists():
+            raise NotFound(f"No memory {memory_id} in project {target.slug}.")
+        page = self.paginate_queryset(events)
+        assert page is not None
+        return self.get_paginated_response([s.event_out(event) for event in page])
+
+
+class RunCreate(APIView):
+    @extend_schema(
+        parameters=[PROJECT_PARAM],
+        request=s.RunCreateIn,
+        responses={
+            201: s.RunOut,
+            200: OpenApiResponse(s.RunOut, description="The run already existed, unchanged."),
+            **errors(*WRITE_ERRORS, 409),
+        },
+        summary="Start a run",
+    )
+    def post(self, request: Request, project: str) -> Response:
+        target = project_or_404(request, project)
+        require_perm(request, "memories.add_run", "start runs")
+        data = _valid(s.RunCreateIn, request.data)
+        existing = Run.objects.filter(
+            project=target, external_id=data["externalId"].strip()
+        ).first()
+        if existing is not None:
+            same = existing.task_title == data["taskTitle"] and existing.write_scope == list(
+                dict.fromkeys(w.strip() for w in data["writeScope"])
+            )
+            if not same:
+                raise ConflictError(
+                    f"Run {existing.external_id!r} exists with another title or write scope."
+                )
+            return Response(s.run_out(existing), status=status.HTTP_200_OK)
+        run = services.run_start(
+            project=target,
+            external_id=data["externalId"],
+            task_title=data["taskTitle"],
+            write_scope=data["writeScope"],
+            actor=actor_for(request),
+        )
+        return _created(s.run_out(run), "api:run", project=target.slug, run_id=run.pk)
+
+
+def _run_or_404(project: Project, run_id: int) -> Run:
+    run = Run.objects.filter(project=project, pk=run_id).first()
+    if run is None:
+        raise NotFound(f"No run {run_id} in project {project.slug}.")
+    return run
+
+
+class RunDetail(APIView):
+    @extend_schema(
+        parameters=[PROJECT_PARAM, RUN_PARAM],
+        responses={200: s.RunDetailOut, **errors()},
+        summary="A run, its outcome and the memories it was given",
+    )
+    def get(self, request: Request, project: str, run_id: int) -> Response:
+        run = _run_or_404(project_or_404(request, project), run_id)
+        given = run.given.order_by("rank").values("memory_id", "rank", "score")
+        return Response(
+            {
+                **s.run_out(run),
+                "given": [
+                    {"memoryId": g["memory_id"], "rank": g["rank"], "score": g["score"]}
+                    for g in given
+                ],
+            }
+        )
+
+
+class RunOutcome(APIView):
+    @extend_schema(
+        parameters=[PROJECT_PARAM, RUN_PARAM],
+        request=s.OutcomeIn,
+        responses={200: s.OutcomeOut, **errors(*WRITE_ERRORS, 409)},
+        summary="Report a run's outcome: moves the confidence of what it was given",
+    )
+    def post(self, request: Request, project: str, run_id: int) -> Response:
+        run = _run_or_404(project_or_404(request, project), run_id)
+        require_perm(request, "memories.change_run", "report outcomes")
+        data = _valid(s.OutcomeIn, request.data)
+        result = services.run_record_outcome(
+            run=run, outcome=data["outcome"], actor=actor_for(request)
+        )
+        return Response(
+            {
+                "run": s.run_out(result.run),
+                "recorded": result.recorded,
+                "memories": [
+                    {"id": m.pk, "confidence": m.confidence, "active": m.active}
+                    for m in result.changes.changed
+                ],
+            }
+        )
+
+
+class GlobalMemories(generics.GenericAPIView):
+    filter_backends = [DjangoFilterBackend, CamelOrderingFilter]
+    filterset_class = MemoryFilter
+    pagination_class = MemoryPagination
+    ordering = ["-created_at", "-id"]
+    serializer_class = s.MemoryOut
+
+    def get_queryset(self) -> QuerySet[Memory]:
+        return (
+            Memory.objects.filter(scope=Scope.GLOBAL)
+            .select_related("approved_by")
+            .defer("search_vector")
+        )
+
+    @extend_schema(
+        responses={200: s.MemoryOut(many=True), **errors(400)},
+        summary="Global memories (active ones by default; `active=false` for proposals)",
+    )
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None
+        return self.get_paginated_response([s.memory_out(memory) for memory in page])
+
+    @extend_schema(
+        request=s.GlobalMemoryCreateIn,
+        responses={201: s.MemoryOut, **errors(*WRITE_ERRORS)},
+        summary="Propose a global memory (inactive until a reviewer approves it)",
+    )
+    def post(self, request: Request) -> Response:
+        data = _valid(s.GlobalMemoryCreateIn, request.data)
+        _check_source(request, data["source"])
+        memory = services.memory_create(
+            project=None,
+            type=data["type"],
+            content=data["content"],
+            tags=data["tags"],
+            relevance_score=data["relevanceScore"],
+            source=data["source"],
+            summary=data.get("summary"),
+            actor=actor_for(request),
+        )
+        return _created(s.memory_out(memory), "api:global-memory", memory_id=memory.pk)
+
+
+class GlobalMemoryDetail(APIView):
+    @extend_schema(parameters=[MEMORY_PARAM], responses={200: s.MemoryOut, **errors()})
+    def get(self, request: Request, memory_id: int) -> Response:
+        return Response(s.memory_out(global_memory_or_404(memory_id)))
+
+
+class GlobalMemoryApprove(APIView):
+    @extend_schema(
+        parameters=[MEMORY_PARAM],
+        request=None,
+        responses={200: s.MemoryOut, **errors(403)},
+        summary="Approve a global memory (reviewers only): it becomes active",
+    )
+    def patch(self, request: Request, memory_id: int) -> Response:
+        memory = global_memory_or_404(memory_id)
+        services.memory_approve(memory=memory, actor=actor_for(request))
+        return Response(s.memory_out(global_memory_or_404(memory_id)))
+
+
+class GlobalMemoryReject(APIView):
+    @extend_schema(
+        parameters=[MEMORY_PARAM],
+        request=s.RejectIn,
+        responses={200: s.MemoryOut, **errors(*WRITE_ERRORS)},
+        summary="Reject a global memory (reviewers only)",
+    )
+    def patch(self, request: Request, memory_id: int) -> Response:
+        memory = global_memory_or_404(memory_id)
+        data = _valid(s.RejectIn, request.data or {})
+        services.memory_reject(memory=memory, actor=actor_for(request), reason=data["reason"])
+        return Response(s.memory_out(global_memory_or_404(memory_id)))
+
+
+class ProjectExport(APIView):
+    @extend_schema(
+        parameters=[PROJECT_PARAM],
+        responses={
+            (200, "application/x-ndjson"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description='JSON Lines: one `{"kind": "memory", ...}` per memory, then '
+                'one `{"kind": "run", ...}` per run with the memories it was given.',
+            ),
+            **errors(),
+        },
+        summary="Export memories and runs with outcomes as JSON Lines (streamed)",
+    )
+    def get(self, request: Request, project: str) -> StreamingHttpResponse:
+        target = project_or_404(request, project)
+        response = StreamingHttpResponse(_export_lines(target), content_type="application/x-ndjson")
+        response["Content-Disposition"] = f'attachment; filename="{target.slug}.jsonl"'
+        return response
+
+
+def _export_lines(project: Project) -> Iterator[bytes]:
+    renderer = JSONRenderer()
+    memories = _memories(project).order_by("id")
+    for memory in memories.iterator(chunk_size=1000):
+        yield renderer.render({"kind": "memory", **s.memory_out(memory)}) + b"\n"
+    runs = (
+        Run.objects.filter(project=project)
+        .order_by("id")
+        .annotate(
+            given_memories=JSONBAgg(
+                JSONObject(
+                    memoryId=F("given__memory_id"), rank=F("given__rank"), score=F("given__score")
+                ),
+                filter=Q(given__isnull=False),
+                order_by="given__rank",
+                default=[],
+            )
+        )
+    )
+    for run in runs.iterator(chunk_size=500):
+        yield (
+            renderer.render({"kind": "run", **s.run_out(run), "given": run.given_memories}) + b"\n"
+        )

@@ -1,0 +1,209 @@
+"""Keys, sessions and isolation: a key of project A sees nothing of project B."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+from rest_framework.test import APIClient
+
+from memories import services
+from memories.models import ApiKey, Memory
+from tests.memories.api.conftest import client_with_key, url
+
+pytestmark = pytest.mark.django_db
+
+# Every project-scoped route, as (method, path under the project, body).
+PROJECT_ROUTES = [
+    ("get", "", None),
+    ("get", "memories", None),
+    ("post", "memories", {"type": "pattern", "content": "x"}),
+    ("get", "memories/{memory}", None),
+    ("patch", "memories/{memory}", {"content": "changed"}),
+    ("delete", "memories/{memory}", None),
+    ("patch", "memories/{memory}/approve", None),
+    ("patch", "memories/{memory}/reject", {}),
+    ("get", "memories/{memory}/history", None),
+    ("post", "runs", {"externalId": "r-1"}),
+    ("get", "runs/{run}", None),
+    ("post", "runs/{run}/outcome", {"outcome": "succeeded"}),
+    ("get", "export", None),
+]
+
+
+def test_the_table_covers_every_project_route():
+    api = next(p for p in get_resolver().url_patterns if str(p.pattern) == "api/")
+    assert isinstance(api, URLResolver)
+    routes = {
+        str(p.pattern).removeprefix("projects/<slug:project>").lstrip("/")
+        for p in api.url_patterns
+        if isinstance(p, URLPattern) and str(p.pattern).startswith("projects/<slug:project>")
+    }
+    table = {
+        path.replace("{memory}", "<id:memory_id>").replace("{run}", "<id:run_id>")
+        for _, path, _ in PROJECT_ROUTES
+    }
+    assert routes == table
+
+
+@pytest.fixture
+def project_b(other_project, make_memory, make_run):
+    memory = make_memory(project=other_project, content="B's secret")
+    run = make_run(project=other_project)
+    services.run_give_memories(run=run, ranked=[(memory.pk, 0.0)])
+    return other_project, memory, run
+
+
+@pytest.mark.parametrize(("method", "path", "body"), PROJECT_ROUTES)
+@pytest.mark.parametrize("ref", ["slug", "id"])
+def test_a_key_of_project_a_gets_404_on_every_url_of_project_b(
+    agent, project_b, method, path, body, ref
+):
+    other, memory, run = project_b
+    target = other.slug if ref == "slug" else str(other.pk)
+    address = url(target, path.format(memory=memory.pk, run=run.pk)).rstrip("/")
+    response = getattr(agent, method)(address, body, format="json")
+    missing = getattr(agent, method)(
+        url("no-such-project", path.format(memory=memory.pk, run=run.pk)).rstrip("/"),
+        body,
+        format="json",
+    )
+    assert response.status_code == missing.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+    assert "B's secret" not in response.content.decode()
+    stored = Memory.objects.get(pk=memory.pk)
+    assert (stored.content, stored.confidence, stored.active) == ("B's secret", 0.5, True)
+
+
+def test_a_key_lists_only_its_own_project(agent, project, project_b):
+    body = agent.get("/api/projects/").json()
+    assert [p["slug"] for p in body["projects"]] == [project.slug]
+
+
+def test_global_memories_of_another_project_are_not_reachable_as_project_memories(
+    agent, project, reviewer_actor
+):
+    shared = services.memory_create(
+        project=None, type="pattern", content="g", source="run", actor=services.Actor.system("t")
+    )
+    assert agent.get(url(project, "memories", shared.pk)).status_code == 404
+
+
+def test_an_agent_key_gets_403_on_approve_and_reject(agent, project, make_memory):
+    memory = make_memory(project=project)
+    approve = agent.patch(url(project, "memories", memory.pk, "approve"))
+    reject = agent.patch(url(project, "memories", memory.pk, "reject"), {}, format="json")
+    assert approve.status_code == reject.status_code == 403
+    assert "human" in approve.json()["error"]["message"]
+    stored = Memory.objects.get(pk=memory.pk)
+    assert (stored.confidence, stored.review_status) == (0.5, "pending")
+
+
+def test_a_reviewer_approves_and_rejects(reviewer_client, reviewer, project, make_memory):
+    memory = make_memory(project=project)
+    body = reviewer_client.patch(url(project, "memories", memory.pk, "approve")).json()
+    assert (body["confidence"], body["reviewStatus"], body["approvedBy"]) == (
+        1.0,
+        "approved",
+        reviewer.username,
+    )
+    assert body["approvedAt"]
+    rejected = reviewer_client.patch(
+        url(project, "memories", memory.pk, "reject"), {"reason": "wrong"}, format="json"
+    ).json()
+    assert (rejected["active"], rejected["reviewStatus"]) == (False, "rejected")
+
+
+def test_a_signed_in_user_without_permissions_sees_no_project(plain_user, project):
+    client = APIClient()
+    client.force_login(plain_user)
+    assert client.get("/api/projects/").json() == {"projects": []}
+    assert client.get(url(project, "memories")).status_code == 404
+
+
+def test_session_writes_need_csrf(reviewer, project):
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(reviewer)
+    response = client.post(
+        url(project, "memories"), {"type": "pattern", "content": "x"}, format="json"
+    )
+    assert response.status_code == 403
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["", "Bearer", "Bearer ml_nope_nope", "Bearer a b", "Token abc", "Bearer ml__x"],
+)
+def test_missing_or_bad_keys_get_401(project, header):
+    client = APIClient()
+    if header:
+        client.credentials(HTTP_AUTHORIZATION=header)
+    response = client.get(url(project, "memories"))
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+    assert response.json()["error"]["code"] == "unauthenticated"
+
+
+def test_a_revoked_key_stops_working(project):
+    client = client_with_key(project, name="old")
+    assert client.get(url(project, "memories")).status_code == 200
+    services.api_key_revoke(api_key=ApiKey.objects.get(name="old"))
+    assert client.get(url(project, "memories")).status_code == 401
+
+
+def test_keys_are_stored_hashed_and_last_use_is_recorded(project):
+    client = client_with_key(project, name="hashed")
+    api_key = ApiKey.objects.get(name="hashed")
+    secret = client.token.split("_", 2)[2]
+    assert secret not in api_key.secret_hash
+    assert api_key.last_used_at is None
+    client.get(url(project, "memories"))
+    api_key.refresh_from_db()
+    assert api_key.last_used_at is not None
+
+
+def test_throttling_per_key(project, settings):
+    settings.API_THROTTLE_RATE = "3/min"
+    from django.core.cache import cache
+
+    cache.clear()
+    first, second = client_with_key(project, "one"), client_with_key(project, "two")
+    codes = [first.get(url(project, "memories")).status_code for _ in range(4)]
+    assert codes == [200, 200, 200, 429]
+    assert second.get(url(project, "memories")).status_code == 200
+    cache.clear()
+
+
+def test_create_api_key_command_prints_the_key_last(project):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("create_api_key", project.slug, "--name", "ci", stdout=out, stderr=StringIO())
+    token = out.getvalue().strip().splitlines()[-1]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert client.get(url(project, "memories")).status_code == 200
+
+
+def test_create_api_key_can_create_the_project():
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="--create-project"):
+        call_command("create_api_key", "new-one", "--name", "x", stdout=StringIO())
+    out = StringIO()
+    call_command(
+        "create_api_key",
+        "new-one",
+        "--name",
+        "x",
+        "--create-project",
+        stdout=out,
+        stderr=StringIO(),
+    )
+    assert out.getvalue().strip().startswith("ml_")
+    from memories.models import Project
+
+    assert Project.objects.get(slug="new-one").policy.selection_limit == 10
