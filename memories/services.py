@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -42,7 +42,15 @@ from memories.models import (
     Source,
 )
 from memories.tags import tag_patterns
-from memories.text import clean_content, clean_tags, clean_write_scope, content_hash, summarize
+from memories.text import (
+    clean_content,
+    clean_tags,
+    clean_write_scope,
+    content_hash,
+    strip_control_characters,
+    summarize,
+    to_utc,
+)
 
 INITIAL_CONFIDENCE: dict[str, float] = {Source.HUMAN: 1.0, Source.RUN: 0.5, Source.LEARNING: 0.3}
 OUTCOME_STEP = 0.1
@@ -77,7 +85,8 @@ def _unit_interval(value: object, field_name: str) -> float:
         raise ValidationError({field_name: "Must be a number from 0 to 1."})
     if not 0.0 <= value <= 1.0:
         raise ValidationError({field_name: f"{value} is outside 0 to 1."})
-    return float(value)
+    # Six decimals are plenty, and a denormal like 5e-324 would underflow in PostgreSQL.
+    return round(float(value), CONFIDENCE_DECIMALS)
 
 
 def _aware_datetime(value: object, field_name: str) -> datetime | None:
@@ -85,9 +94,9 @@ def _aware_datetime(value: object, field_name: str) -> datetime | None:
     allowed: the memory is expired from the start (kept, never selected)."""
     if value is None:
         return None
-    if not isinstance(value, datetime) or timezone.is_naive(value):
+    if not isinstance(value, datetime):
         raise ValidationError({field_name: "Must be a date-time with a time zone."})
-    return value
+    return to_utc(value, field_name)
 
 
 def _content_fields(content: object, *, summary: object = None) -> dict[str, Any]:
@@ -511,18 +520,34 @@ def run_start(
     actor: Actor,
     task_title: str = "",
     write_scope: Sequence[str] = (),
-) -> Run:
-    if not isinstance(external_id, str) or not external_id.strip():
+) -> tuple[Run, bool]:
+    """Start a run, or return the one already started with this external id (an agent's retry).
+
+    Returns (run, created). Starting again with another title or write scope is a Conflict.
+    """
+    if not isinstance(external_id, str):
+        raise ValidationError({"external_id": "A run needs an external id."})
+    external_id = strip_control_characters(external_id).strip()
+    if not external_id:
         raise ValidationError({"external_id": "A run needs an external id."})
     run = Run(
         project=project,
-        external_id=external_id.strip(),
-        task_title=task_title,
+        external_id=external_id,
+        task_title=strip_control_characters(task_title).strip(),
         write_scope=clean_write_scope(write_scope),
     )
-    run.full_clean()
-    run.save()
-    return run
+    run.full_clean(validate_unique=False, validate_constraints=False)
+    try:
+        with transaction.atomic():
+            run.save()
+        return run, True
+    except IntegrityError:
+        existing = Run.objects.get(project=project, external_id=external_id)
+    if (existing.task_title, existing.write_scope) != (run.task_title, run.write_scope):
+        raise Conflict(
+            f"Run {external_id!r} was already started with another title or write scope."
+        )
+    return existing, False
 
 
 @transaction.atomic

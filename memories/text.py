@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -16,12 +17,12 @@ WRITE_SCOPE_ENTRY_MAX_CHARS = 500
 
 
 def strip_control_characters(text: str) -> str:
-    """Remove control and format characters (keeping newlines and tabs)."""
+    """Remove control characters (keeping newlines and tabs) and lone surrogates, which
+    PostgreSQL cannot store. Format characters stay: the zero-width joiner of an emoji
+    sequence or the non-joiner of Persian text is part of the text."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return "".join(
-        ch
-        for ch in text
-        if ch in _KEEP_CONTROL or unicodedata.category(ch) not in {"Cc", "Cf", "Cs", "Co"}
+        ch for ch in text if ch in _KEEP_CONTROL or unicodedata.category(ch) not in {"Cc", "Cs"}
     )
 
 
@@ -103,3 +104,14 @@ def summarize(content: str) -> str:
     if len(first) <= limit:
         return first
     return first[: limit - 1].rstrip() + "…"
+
+
+def to_utc(value: datetime, field: str) -> datetime:
+    """An aware date-time in UTC. PostgreSQL takes offsets only up to 15:59 and years from 1;
+    Python allows more, so everything is normalised before it reaches the database."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValidationError({field: "Must be a date-time with a time zone."})
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValidationError({field: "Is out of the supported range of dates."}) from None

@@ -7,8 +7,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import ProhibitNullCharactersValidator, RegexValidator
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
+
+from memories.text import strip_control_characters, to_utc
 
 
 class StrictInput(serializers.Serializer):
@@ -34,13 +38,36 @@ class StrictInput(serializers.Serializer):
         return value
 
 
+# Contains at least one visible character (unanchored, as JSON Schema patterns are).
+VISIBLE = r"[^\s\x00-\x1f\x7f-\x9f]"
+
+
 class StrictCharField(serializers.CharField):
-    default_error_messages = {"invalid": "Must be a JSON string."}
+    """A JSON string with control characters stripped (the product's rule for all text), so
+    nothing PostgreSQL cannot store (NUL) reaches it. ``visible=True``: must have a visible
+    character, stated in the schema as a pattern."""
+
+    default_error_messages = {
+        "invalid": "Must be a JSON string.",
+        "not_visible": "Must contain a visible character.",
+    }
+
+    def __init__(self, *, visible: bool = False, **kwargs: Any) -> None:
+        if visible:
+            kwargs.setdefault("validators", []).append(
+                RegexValidator(VISIBLE, message=self.default_error_messages["not_visible"])
+            )
+        super().__init__(**kwargs)
+        self.validators = [
+            v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)
+        ]
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
-        return super().to_internal_value(data)
+        if self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)  # the limit is on what was sent
+        return super().to_internal_value(strip_control_characters(data))
 
 
 class StrictChoiceField(serializers.ChoiceField):
@@ -93,14 +120,17 @@ class StrictDateTimeField(serializers.DateTimeField):
             given = None
         if given is None or given.tzinfo is None:
             self.fail("invalid")
-        return super().to_internal_value(value)
+        try:
+            return to_utc(given, self.field_name)
+        except DjangoValidationError:
+            self.fail("invalid")
 
 
 def tag_list(**kwargs: Any) -> serializers.ListField:
     from django.conf import settings
 
     return serializers.ListField(
-        child=StrictCharField(max_length=settings.MEMORY_TAG_MAX_CHARS, allow_blank=False),
+        child=StrictCharField(max_length=settings.MEMORY_TAG_MAX_CHARS, visible=True),
         max_length=settings.MEMORY_MAX_TAGS,
         **kwargs,
     )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import django_filters
 from django.contrib.postgres.search import SearchQuery
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -13,6 +15,19 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
 
 from memories.models import Memory, MemoryType, ReviewStatus, Source
+from memories.text import to_utc
+
+
+class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
+    """An ISO 8601 date-time with an offset, normalised to UTC before it reaches the database."""
+
+    def filter(self, qs: QuerySet[Memory], value: datetime | None) -> QuerySet[Memory]:
+        if value is None:
+            return qs
+        try:
+            return super().filter(qs, to_utc(value, self.field_name))
+        except DjangoValidationError as error:
+            raise ValidationError({"expiringBefore": error.messages}) from None
 
 
 @extend_schema_field(OpenApiTypes.BOOL)
@@ -42,7 +57,7 @@ class MemoryFilter(django_filters.FilterSet):
     q = django_filters.CharFilter(
         method="filter_text", help_text="Full-text search of the content (web-search syntax)."
     )
-    expiringBefore = django_filters.IsoDateTimeFilter(
+    expiringBefore = UtcDateTimeFilter(
         field_name="expires_at", lookup_expr="lt", help_text="Memories expiring before this time."
     )
 

@@ -121,7 +121,7 @@ class MemoryPageOut(serializers.Serializer):
 
 def _content_field(**kwargs: Any) -> StrictCharField:
     return StrictCharField(
-        max_length=settings.MEMORY_CONTENT_MAX_CHARS, trim_whitespace=False, **kwargs
+        max_length=settings.MEMORY_CONTENT_MAX_CHARS, trim_whitespace=False, visible=True, **kwargs
     )
 
 
@@ -135,7 +135,9 @@ class MemoryCreateIn(StrictInput):
     expiresAt = StrictDateTimeField(
         required=False, allow_null=True, help_text="Omit for the type's default; null: never."
     )
-    summary = StrictCharField(max_length=settings.MEMORY_SUMMARY_MAX_CHARS, required=False)
+    summary = StrictCharField(
+        max_length=settings.MEMORY_SUMMARY_MAX_CHARS, required=False, visible=True
+    )
     scope = StrictChoiceField(
         choices=[(Scope.PROJECT, "project"), (Scope.RUN, "run")],
         required=False,
@@ -150,26 +152,27 @@ class GlobalMemoryCreateIn(StrictInput):
     tags = tag_list(required=False, default=list)
     relevanceScore = StrictFloatField(min_value=0.0, max_value=1.0, required=False, default=0.5)
     source = StrictChoiceField(choices=Source.choices, required=False, default=Source.RUN)
-    summary = StrictCharField(max_length=settings.MEMORY_SUMMARY_MAX_CHARS, required=False)
+    summary = StrictCharField(
+        max_length=settings.MEMORY_SUMMARY_MAX_CHARS, required=False, visible=True
+    )
 
 
 class MemoryUpdateIn(StrictInput):
     type = StrictChoiceField(choices=MemoryType.choices, required=False)
     content = _content_field(required=False)
-    summary = StrictCharField(max_length=settings.MEMORY_SUMMARY_MAX_CHARS, required=False)
+    summary = StrictCharField(
+        max_length=settings.MEMORY_SUMMARY_MAX_CHARS, required=False, visible=True
+    )
     tags = tag_list(required=False)
     relevanceScore = StrictFloatField(min_value=0.0, max_value=1.0, required=False)
     expiresAt = StrictDateTimeField(required=False, allow_null=True)
-    reason = StrictCharField(max_length=500, required=False, help_text="Why, for the history.")
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if not set(attrs) - {"reason"}:
-            raise serializers.ValidationError("Send at least one field to change.")
-        return attrs
+    reason = StrictCharField(
+        max_length=500, required=False, allow_blank=True, help_text="Why, for the history."
+    )
 
 
 class RejectIn(StrictInput):
-    reason = StrictCharField(max_length=500, required=False, default="")
+    reason = StrictCharField(max_length=500, required=False, default="", allow_blank=True)
 
 
 # --- history --------------------------------------------------------------------------------
@@ -224,10 +227,12 @@ class EventPageOut(serializers.Serializer):
 
 
 class RunCreateIn(StrictInput):
-    externalId = StrictCharField(max_length=200, help_text="The orchestrator's id of the run.")
+    externalId = StrictCharField(
+        max_length=200, visible=True, help_text="The orchestrator's id of the run."
+    )
     taskTitle = StrictCharField(max_length=500, required=False, default="", allow_blank=True)
     writeScope = serializers.ListField(
-        child=StrictCharField(max_length=WRITE_SCOPE_ENTRY_MAX_CHARS),
+        child=StrictCharField(max_length=WRITE_SCOPE_ENTRY_MAX_CHARS, visible=True),
         max_length=WRITE_SCOPE_MAX_ENTRIES,
         required=False,
         default=list,

@@ -53,5 +53,5 @@ urlpatterns = [
         views.GlobalMemoryReject.as_view(),
         name="global-memory-reject",
     ),
-    re_path(r"^.*$", api_not_found),
+    re_path(r"^[\s\S]*$", api_not_found),  # any other path, new lines included
 ]

@@ -30,9 +30,9 @@ from memories.api.access import (
     require_perm,
 )
 from memories.api.auth import actor_for, api_key_of
-from memories.api.errors import ConflictError
 from memories.api.filters import CamelOrderingFilter, MemoryFilter
 from memories.api.idempotency import HEADER as IDEMPOTENCY_HEADER
+from memories.api.idempotency import KEY_PATTERN as IDEMPOTENCY_KEY_PATTERN
 from memories.api.idempotency import idempotent
 from memories.api.pagination import EventPagination, MemoryPagination
 from memories.models import Memory, Project, Run, Scope, Source
@@ -44,7 +44,7 @@ MEMORY_PARAM = OpenApiParameter("memory_id", OpenApiTypes.INT, OpenApiParameter.
 RUN_PARAM = OpenApiParameter("run_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 IDEMPOTENCY_PARAM = OpenApiParameter(
     IDEMPOTENCY_HEADER,
-    OpenApiTypes.STR,
+    {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN},
     OpenApiParameter.HEADER,
     description="A retry with the same key and body replays the first response.",
 )
@@ -194,6 +194,8 @@ class MemoryDetail(APIView):
         data = _valid(s.MemoryUpdateIn, request.data)
         names = {"relevanceScore": "relevance_score", "expiresAt": "expires_at"}
         changes = {names.get(k, k): v for k, v in data.items() if k != "reason"}
+        if not changes:
+            return Response(s.memory_out(memory))  # nothing to change: a no-op, no history
         services.memory_update(
             memory=memory, actor=actor_for(request), reason=data.get("reason", ""), **changes
         )
@@ -276,25 +278,15 @@ class RunCreate(APIView):
         target = project_or_404(request, project)
         require_perm(request, "memories.add_run", "start runs")
         data = _valid(s.RunCreateIn, request.data)
-        existing = Run.objects.filter(
-            project=target, external_id=data["externalId"].strip()
-        ).first()
-        if existing is not None:
-            same = existing.task_title == data["taskTitle"] and existing.write_scope == list(
-                dict.fromkeys(w.strip() for w in data["writeScope"])
-            )
-            if not same:
-                raise ConflictError(
-                    f"Run {existing.external_id!r} exists with another title or write scope."
-                )
-            return Response(s.run_out(existing), status=status.HTTP_200_OK)
-        run = services.run_start(
+        run, created = services.run_start(
             project=target,
             external_id=data["externalId"],
             task_title=data["taskTitle"],
             write_scope=data["writeScope"],
             actor=actor_for(request),
         )
+        if not created:
+            return Response(s.run_out(run), status=status.HTTP_200_OK)
         return _created(s.run_out(run), "api:run", project=target.slug, run_id=run.pk)
 
 

@@ -113,8 +113,13 @@ def test_token_count_is_the_real_o200k_count(make_memory, content):
 
 
 def test_content_is_stripped_of_control_characters(make_memory):
-    memory = make_memory(content="  keep\x00 this\x1b[31m\u200b line\r\nand this\t \x7f ")
+    memory = make_memory(content="  keep\x00 this\x1b[31m line\r\nand this\t \x7f ")
     assert memory.content == "keep this[31m line\nand this"
+
+
+def test_format_characters_of_real_text_are_kept(make_memory):
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # joined by zero-width joiners
+    assert make_memory(content=f"Team {family}").content == f"Team {family}"
 
 
 @pytest.mark.parametrize("content", ["", "   ", "\x00\x01\n\t"])
@@ -470,9 +475,22 @@ def test_a_finished_run_can_be_given_nothing_more(project, make_memory, make_run
 
 
 def test_run_start_validates_and_cleans_scope(project, system_actor):
-    run = services.run_start(
+    run, created = services.run_start(
         project=project, external_id=" r-1 ", write_scope=["src/**", "src/**"], actor=system_actor
     )
+    assert created
     assert (run.external_id, run.write_scope, run.status) == ("r-1", ["src/**"], "running")
     with pytest.raises(ValidationError):
         services.run_start(project=project, external_id="  ", actor=system_actor)
+
+
+def test_starting_a_run_again_returns_it_or_conflicts(project, system_actor):
+    run, _ = services.run_start(
+        project=project, external_id="r", task_title="t", actor=system_actor
+    )
+    again, created = services.run_start(
+        project=project, external_id="r", task_title="t", actor=system_actor
+    )
+    assert (again.pk, created) == (run.pk, False)
+    with pytest.raises(services.Conflict):
+        services.run_start(project=project, external_id="r", task_title="other", actor=system_actor)

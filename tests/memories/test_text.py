@@ -6,8 +6,8 @@ from django.core.exceptions import ValidationError
 from memories.text import clean_content, clean_tags, content_hash, summarize
 
 
-def test_control_and_format_characters_are_removed_newlines_kept():
-    assert clean_content("a\x00b\u200bc\r\nd\te\x1f") == "abc\nd\te"
+def test_control_characters_and_lone_surrogates_are_removed_newlines_kept():
+    assert clean_content("a\x00bc\ud800\r\nd\te\x1f\u200d") == "abc\nd\te\u200d"
 
 
 def test_content_must_be_a_string():

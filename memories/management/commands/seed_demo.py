@@ -169,7 +169,7 @@ class Command(BaseCommand):
                 task_title=title,
                 write_scope=scope,
                 actor=system,
-            )
+            )[0]
             for number, (title, scope) in enumerate(
                 [
                     ("Add VAT rounding to invoices", ["src/core/invoices.py"]),

@@ -231,10 +231,13 @@ def test_update_through_the_service_with_reason(agent, project, make_memory):
     assert event.changes["content"] == ["old", "new words"]
 
 
-def test_update_needs_a_change(agent, project, make_memory):
+def test_update_with_nothing_to_change_is_a_no_op(agent, project, make_memory):
     memory = make_memory(project=project)
-    response = agent.patch(url(project, "memories", memory.pk), {"reason": "x"}, format="json")
-    assert response.status_code == 400
+    for body in ({}, {"reason": "x"}):
+        response = agent.patch(url(project, "memories", memory.pk), body, format="json")
+        assert response.status_code == 200
+        assert response.json()["content"] == memory.content
+    assert MemoryEvent.objects.filter(memory_id=memory.pk).count() == 1
 
 
 def test_update_cannot_touch_confidence(agent, project, make_memory):
