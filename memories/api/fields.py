@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.validators import ProhibitNullCharactersValidator, RegexValidator
+from django.core.validators import RegexValidator
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
@@ -58,16 +58,19 @@ class StrictCharField(serializers.CharField):
                 RegexValidator(VISIBLE, message=self.default_error_messages["not_visible"])
             )
         super().__init__(**kwargs)
-        self.validators = [
-            v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)
-        ]
+
+    def run_validation(self, data: Any = serializers.empty) -> Any:
+        if isinstance(data, str):
+            if self.max_length is not None and len(data) > self.max_length:
+                self.fail("max_length", max_length=self.max_length)  # the limit is on what was sent
+            # Stripped before the validators run, so NUL is removed rather than refused.
+            data = strip_control_characters(data)
+        return super().run_validation(data)
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
-        if self.max_length is not None and len(data) > self.max_length:
-            self.fail("max_length", max_length=self.max_length)  # the limit is on what was sent
-        return super().to_internal_value(strip_control_characters(data))
+        return super().to_internal_value(data)
 
 
 class StrictChoiceField(serializers.ChoiceField):
@@ -112,18 +115,13 @@ class StrictDateTimeField(serializers.DateTimeField):
     }
 
     def to_internal_value(self, value: Any) -> datetime:
-        if not isinstance(value, str):
-            self.fail("invalid")
         try:
-            given = parse_datetime(value)
-        except ValueError:
-            given = None
-        if given is None or given.tzinfo is None:
-            self.fail("invalid")
-        try:
-            return to_utc(given, self.field_name)
-        except DjangoValidationError:
-            self.fail("invalid")
+            given = parse_datetime(value) if isinstance(value, str) else None
+            if given is not None and given.tzinfo is not None:
+                return to_utc(given, self.field_name)
+        except (ValueError, DjangoValidationError):
+            pass
+        raise serializers.ValidationError(self.error_messages["invalid"], code="invalid")
 
 
 def tag_list(**kwargs: Any) -> serializers.ListField:
