@@ -215,3 +215,24 @@ def test_other_admin_pages_render(admin_client, two, make_run, project):
     for name in ["project", "run", "memoryevent"]:
         assert admin_client.get(reverse(f"admin:memories_{name}_changelist")).status_code == 200
     assert admin_client.get(reverse("admin:memories_project_add")).status_code == 200
+
+
+def test_an_api_key_made_in_the_admin_is_shown_once_and_works(admin_client, project):
+    from rest_framework.test import APIClient
+
+    from memories.models import ApiKey
+
+    response = admin_client.post(
+        reverse("admin:memories_apikey_add"), {"project": project.pk, "name": "ops"}, follow=True
+    )
+    message = next(str(m) for m in response.context["messages"])
+    token = message.rsplit(" ", 1)[-1]
+    api_key = ApiKey.objects.get(name="ops")
+    assert token.startswith(f"ml_{api_key.prefix}_")
+    assert token.split("_", 2)[2] not in api_key.secret_hash
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert client.get(f"/api/projects/{project.slug}/memories").status_code == 200
+    run_action_url = reverse("admin:memories_apikey_changelist")
+    admin_client.post(run_action_url, {"action": "revoke", ACTION_CHECKBOX_NAME: [api_key.pk]})
+    assert client.get(f"/api/projects/{project.slug}/memories").status_code == 401

@@ -113,3 +113,29 @@ def test_the_same_outcome_sent_twice_at_once_counts_once(project, make_memory, m
 
     assert sorted(result.recorded for result in results) == [False, True]
     assert Memory.objects.get(pk=memory.pk).confidence == 0.6
+
+
+def test_two_identical_creates_at_once_with_one_idempotency_key_make_one_memory(project):
+    from rest_framework.test import APIClient
+
+    _, token = services.api_key_create(project=project, name="agent")
+
+    def post():
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+        return client.post(
+            f"/api/projects/{project.slug}/memories",
+            {"type": "pattern", "content": "Only once"},
+            format="json",
+            HTTP_IDEMPOTENCY_KEY="same-key",
+        )
+
+    def hold_memory_inserts():
+        with connection.cursor() as cursor:
+            cursor.execute("LOCK TABLE project_memories IN EXCLUSIVE MODE")
+
+    responses = _release_when_all_wait(lock=hold_memory_inserts, calls=[post, post])
+
+    assert sorted(r.status_code for r in responses) == [201, 201]
+    assert responses[0].json() == responses[1].json()
+    assert Memory.objects.filter(content="Only once").count() == 1

@@ -216,6 +216,19 @@ def test_detail_runs_a_fixed_number_of_queries(
         assert agent.get(url(project, "memories", memory.pk)).json()["id"] == memory.pk
 
 
+def test_history_runs_a_fixed_number_of_queries(
+    agent, project, make_memory, system_actor, django_assert_num_queries
+):
+    memory = make_memory(project=project)
+    for pinned in [True, False] * 10:
+        services.memories_set_pinned(memory_ids=[memory.pk], pinned=pinned, actor=system_actor)
+    agent.get(url(project, "memories", memory.pk, "history"))
+    # key, project, exists, page
+    with django_assert_num_queries(4):
+        events = agent.get(url(project, "memories", memory.pk, "history")).json()["events"]
+    assert len(events) == 21
+
+
 def test_update_through_the_service_with_reason(agent, project, make_memory):
     memory = make_memory(project=project, content="old")
     response = agent.patch(
