@@ -1,0 +1,202 @@
+"""Ranking candidates and fitting the best of them into a token budget: pure functions.
+
+Costs of single lines are estimates (tokens do not add up exactly across line
+breaks); the rendered text is then counted exactly and the lowest-ranked
+memory is dropped until it fits, so the budget is never exceeded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from assembly.budget import DEFAULT_SHARES, Share, allocate
+from assembly.render import memory_line, render_section
+from assembly.tokens import count_tokens
+
+Lod = Literal["macro", "micro", "atomic", "adaptive"]
+LODS: tuple[str, ...] = ("macro", "micro", "atomic", "adaptive")
+MICRO_WORDS = 40
+
+
+@dataclass(frozen=True)
+class Weights:
+    text: float = 0.5
+    quality: float = 1.0
+    recency: float = 0.2
+
+
+@dataclass(frozen=True)
+class Candidate:
+    id: int
+    source: str  # run, project or global
+    type: str
+    content: str
+    summary: str
+    tag_match: bool
+    text_relevance: float  # 0..1
+    confidence: float
+    relevance_score: float
+    recency: float  # 0..1
+
+
+@dataclass(frozen=True)
+class Scored:
+    candidate: Candidate
+    score: float
+    parts: dict[str, float]
+
+
+@dataclass
+class Chosen:
+    scored: Scored
+    detail: str  # macro, micro or atomic
+    line: str
+    tokens: int
+    rank: int = 0
+
+
+@dataclass
+class Packed:
+    chosen: list[Chosen]
+    dropped: list[tuple[Scored, str]]
+    text: str
+    total_tokens: int
+    allocation: dict[str, int] = field(default_factory=dict)
+
+
+def score(candidate: Candidate, weights: Weights) -> Scored:
+    parts = {
+        "tagMatch": 1.0 if candidate.tag_match else 0.0,
+        "textRelevance": round(candidate.text_relevance, 6),
+        "quality": round(candidate.confidence * candidate.relevance_score, 6),
+        "recency": round(candidate.recency, 6),
+    }
+    total = (
+        weights.text * parts["textRelevance"]
+        + weights.quality * parts["quality"]
+        + weights.recency * parts["recency"]
+    )
+    return Scored(candidate=candidate, score=round(total, 6), parts=parts)
+
+
+def rank(candidates: Sequence[Candidate], weights: Weights) -> list[Scored]:
+    """Write-scope matches first (the seed's rule), then by score; ties by confidence, then id."""
+    scored = [score(candidate, weights) for candidate in candidates]
+    return sorted(
+        scored,
+        key=lambda s: (
+            not s.candidate.tag_match,
+            -s.score,
+            -s.candidate.confidence,
+            s.candidate.id,
+        ),
+    )
+
+
+def micro_text(content: str) -> str:
+    words = content.split()
+    return content if len(words) <= MICRO_WORDS else " ".join(words[:MICRO_WORDS]) + " …"
+
+
+def _line(scored: Scored, detail: str) -> str:
+    candidate = scored.candidate
+    text = {
+        "macro": candidate.summary or candidate.content,
+        "micro": micro_text(candidate.content),
+        "atomic": candidate.content,
+    }[detail]
+    return memory_line(candidate.type, text)
+
+
+def pack(
+    ranked: Sequence[Scored],
+    *,
+    budget: int,
+    limit: int,
+    lod: str,
+    encoding: str,
+    shares: Mapping[str, Share] | None = None,
+    render: Callable[[str], str] = lambda section: section,
+) -> Packed:
+    """Choose memories in rank order so that ``render(section)`` fits ``budget`` tokens.
+
+    ``render`` wraps the Memories section (e.g. into the whole prompt); the budget
+    applies to what it returns. Each source is first filled within its share of
+    the pool; what a source leaves unused flows to the others in rank order.
+    """
+    shares = dict(shares or DEFAULT_SHARES)
+    base = "macro" if lod == "adaptive" else lod
+
+    def cost(line: str) -> int:
+        return count_tokens("\n" + line, encoding)
+
+    frame = count_tokens(render(render_section(["x"])), encoding) - count_tokens("\n- x", encoding)
+    pool = max(0, budget - max(frame, 0))
+    options = [(s, _line(s, base)) for s in ranked]
+    costs = {s.candidate.id: cost(line) for s, line in options}
+    demand: dict[str, int] = {}
+    for s, _ in options[:limit]:
+        demand[s.candidate.source] = demand.get(s.candidate.source, 0) + costs[s.candidate.id]
+    allocation = allocate(pool, {k: shares.get(k, Share.auto(0.0)) for k in shares}, demand)
+
+    taken: dict[int, Chosen] = {}
+    spent = dict.fromkeys(allocation, 0)
+    # 1. Each source within its own share.
+    for s, line in options:
+        if len(taken) >= limit:
+            break
+        source = s.candidate.source
+        tokens = costs[s.candidate.id]
+        if spent.get(source, 0) + tokens <= allocation.get(source, 0):
+            taken[s.candidate.id] = Chosen(s, base, line, tokens)
+            spent[source] = spent.get(source, 0) + tokens
+    # 2. What sources left unused flows to the others, best first.
+    left = pool - sum(spent.values())
+    for s, line in options:
+        if len(taken) >= limit:
+            break
+        tokens = costs[s.candidate.id]
+        if s.candidate.id not in taken and tokens <= left:
+            taken[s.candidate.id] = Chosen(s, base, line, tokens)
+            left -= tokens
+    # 3. Adaptive: the best memories get their full content while the budget allows.
+    if lod == "adaptive":
+        for s, _ in options:
+            chosen = taken.get(s.candidate.id)
+            if chosen is None:
+                continue
+            full = _line(s, "atomic")
+            extra = cost(full) - chosen.tokens
+            if extra <= left:
+                taken[s.candidate.id] = Chosen(s, "atomic", full, chosen.tokens + extra)
+                left -= extra
+    chosen_list = [taken[s.candidate.id] for s, _ in options if s.candidate.id in taken]
+    # 4. Exact count of the final text; drop the lowest-ranked until it fits.
+    while True:
+        text = render(render_section([c.line for c in chosen_list]))
+        total = count_tokens(text, encoding)
+        if total <= budget or not chosen_list:
+            break
+        chosen_list.pop()
+    if total > budget:  # not even the frame fits: nothing at all
+        text, total = "", 0
+    for position, chosen in enumerate(chosen_list, start=1):
+        chosen.rank = position
+    kept = {c.scored.candidate.id for c in chosen_list}
+    dropped = []
+    for position, (s, _) in enumerate(options):
+        if s.candidate.id in kept:
+            continue
+        over_limit = position >= limit and len(kept) >= limit
+        dropped.append((s, "limit" if over_limit or len(kept) >= limit else "budget"))
+    return Packed(chosen_list, dropped, text, total, allocation)
+
+
+def recency(age_days: float, half_life_days: float) -> float:
+    """1.0 for brand new, 0.5 after one half-life."""
+    if half_life_days <= 0:
+        return 0.0
+    return math.exp(-math.log(2) * max(age_days, 0.0) / half_life_days)
