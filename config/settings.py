@@ -163,8 +163,27 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": "memories.models.RunStatus",
         "OutcomeEnum": "memories.models.Outcome",
         "EventActionEnum": "memories.models.EventAction",
+        "ContextSourceEnum": "assembly.sources.SOURCES",
     },
 }
+
+# Caches: the assembly cache must be shared by all web processes (its invalidation is a
+# write every process must see): Redis when CACHE_URL is set, else files under VAR_DIR.
+CACHE_URL = env_str("CACHE_URL")
+_shared_cache = (
+    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    if CACHE_URL
+    else {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(VAR_DIR / "cache"),
+    }
+)
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "assembly": {**_shared_cache, "KEY_PREFIX": "assembly", "TIMEOUT": 300},
+}
+ASSEMBLY_CACHE_SECONDS = env_int("ASSEMBLY_CACHE_SECONDS", 60)
+ASSEMBLY_TIME_BUDGET_MS = env_int("ASSEMBLY_TIME_BUDGET_MS", 500)
 
 # Memory store limits and defaults.
 MEMORY_CONTENT_MAX_CHARS = env_int("MEMORY_CONTENT_MAX_CHARS", 4000)

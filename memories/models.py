@@ -96,6 +96,15 @@ class MemoryPolicy(models.Model):
     min_confidence = models.FloatField(default=0.3, validators=UNIT_INTERVAL)
     deactivate_below = models.FloatField(default=0.2, validators=UNIT_INTERVAL)
     max_items = models.PositiveIntegerField(null=True, blank=True)
+    # Context assembly: how the score weighs full-text relevance to the intent, quality
+    # (confidence x relevance score) and recency; and each source's share of the budget.
+    weight_text = models.FloatField(default=0.5, validators=[MinValueValidator(0.0)])
+    weight_quality = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
+    weight_recency = models.FloatField(default=0.2, validators=[MinValueValidator(0.0)])
+    recency_half_life_days = models.PositiveIntegerField(default=30)
+    share_run = models.FloatField(default=0.4, validators=UNIT_INTERVAL)
+    share_project = models.FloatField(default=0.4, validators=UNIT_INTERVAL)
+    share_global = models.FloatField(default=0.2, validators=UNIT_INTERVAL)
 
     class Meta:
         verbose_name_plural = "memory policies"
@@ -110,6 +119,16 @@ class MemoryPolicy(models.Model):
             models.CheckConstraint(
                 condition=Q(selection_limit__gte=1, selection_limit__lte=1000),
                 name="policy_selection_limit_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(weight_text__gte=0, weight_quality__gte=0, weight_recency__gte=0),
+                name="policy_weights_not_negative",
+            ),
+            models.CheckConstraint(
+                condition=_between_0_and_1("share_run")
+                & _between_0_and_1("share_project")
+                & _between_0_and_1("share_global"),
+                name="policy_shares_range",
             ),
         ]
 

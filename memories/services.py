@@ -21,6 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from assembly import cache as assembly_cache
 from assembly.tokens import count_tokens
 from memories.actors import Actor
 from memories.keys import API_KEY_TOKEN_PREFIX, hash_secret
@@ -203,6 +204,7 @@ def memory_create(
     )
     memory.full_clean(exclude=["search_vector"], validate_constraints=False)
     memory.save()
+    assembly_cache.invalidate([memory.project_id])
     MemoryEvent.objects.create(
         memory=memory,
         project=project,
@@ -301,6 +303,7 @@ def _change_memories(
                 result.changed, sorted(written | {"updated_at"}), batch_size=BATCH_SIZE
             )
             MemoryEvent.objects.bulk_create(events, batch_size=BATCH_SIZE)
+            assembly_cache.invalidate({memory.project_id for memory in result.changed})
     return result
 
 
@@ -507,6 +510,7 @@ def memories_delete(*, memory_ids: Iterable[int], actor: Actor, reason: str = ""
         batch_size=BATCH_SIZE,
     )
     Memory.objects.filter(id__in=[memory.pk for memory in memories]).delete()
+    assembly_cache.invalidate({memory.project_id for memory in memories})
     return len(memories)
 
 

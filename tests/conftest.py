@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from memories.actors import Actor
@@ -49,3 +51,15 @@ def make_memory(db):
 @pytest.fixture
 def make_run(db):
     return RunFactory
+
+
+@pytest.fixture(autouse=True)
+def _private_assembly_cache(settings):
+    """Each test gets its own empty in-memory assembly cache."""
+    settings.CACHES = {
+        **settings.CACHES,
+        "assembly": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": f"assembly-{uuid.uuid4().hex}",
+        },
+    }

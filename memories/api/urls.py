@@ -1,6 +1,7 @@
 from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from assembly.api import ContextView
 from memories.api import views
 from memories.api.errors import api_not_found
 
@@ -37,6 +38,7 @@ urlpatterns = [
     path(f"{project}/runs/<id:run_id>", views.RunDetail.as_view(), name="run"),
     path(f"{project}/runs/<id:run_id>/outcome", views.RunOutcome.as_view(), name="run-outcome"),
     path(f"{project}/export", views.ProjectExport.as_view(), name="export"),
+    path(f"{project}/context", ContextView.as_view(), name="context"),
     path("memories/global", views.GlobalMemories.as_view(), name="global-memories"),
     path(
         "memories/global/<id:memory_id>",

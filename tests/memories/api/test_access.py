@@ -27,6 +27,7 @@ PROJECT_ROUTES = [
     ("get", "runs/{run}", None),
     ("post", "runs/{run}/outcome", {"outcome": "succeeded"}),
     ("get", "export", None),
+    ("post", "context", {"tokenBudget": 100}),
 ]
 
 

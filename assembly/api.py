@@ -1,0 +1,190 @@
+"""POST /api/projects/:id/context: what an agent must know, in its token budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from assembly.budget import Share
+from assembly.packing import LODS
+from assembly.render import PROMPT_PARTS
+from assembly.services import FORMATS, ContextRequest, context_assemble
+from assembly.sources import SOURCES
+from assembly.tokens import SUPPORTED_ENCODINGS
+from memories.api.access import project_or_404
+from memories.api.auth import actor_for
+from memories.api.fields import (
+    StrictCharField,
+    StrictChoiceField,
+    StrictFloatField,
+    StrictInput,
+    StrictIntegerField,
+)
+from memories.api.views import PROJECT_PARAM, WRITE_ERRORS, errors
+from memories.text import WRITE_SCOPE_ENTRY_MAX_CHARS, WRITE_SCOPE_MAX_ENTRIES
+
+
+class ShareIn(StrictInput):
+    fixed = StrictIntegerField(min_value=0, max_value=10_000_000, required=False)
+    min = StrictFloatField(min_value=0.0, max_value=1.0, required=False)
+    max = StrictFloatField(min_value=0.0, max_value=1.0, required=False)
+    auto = StrictFloatField(min_value=0.0, max_value=100.0, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        kinds = [kind for kind in ("fixed", "auto") if kind in attrs]
+        ranged = "min" in attrs or "max" in attrs
+        if len(kinds) + ranged != 1:
+            raise serializers.ValidationError(
+                'Give exactly one of: {"fixed": tokens}, {"min": f, "max": f}, {"auto": weight}.'
+            )
+        return attrs
+
+
+def _share(data: dict[str, Any]) -> Share:
+    if "fixed" in data:
+        return Share.fixed(data["fixed"])
+    if "auto" in data:
+        return Share.auto(data["auto"])
+    return Share.range(data.get("min", 0.0), data.get("max", 1.0))
+
+
+@extend_schema_serializer(component_name="ContextRequest")
+class ContextIn(StrictInput):
+    tokenBudget = StrictIntegerField(min_value=1, max_value=2_000_000)
+    responseReserve = StrictIntegerField(
+        min_value=0, max_value=2_000_000, required=False, default=0
+    )
+    writeScope = serializers.ListField(
+        child=StrictCharField(max_length=WRITE_SCOPE_ENTRY_MAX_CHARS, visible=True),
+        max_length=WRITE_SCOPE_MAX_ENTRIES,
+        required=False,
+        default=list,
+    )
+    intent = StrictCharField(max_length=4000, required=False, default="", allow_blank=True)
+    limit = StrictIntegerField(min_value=1, max_value=1000, required=False, allow_null=True)
+    lod = StrictChoiceField(choices=LODS, required=False, default="adaptive")
+    timeBudgetMs = StrictIntegerField(min_value=1, max_value=60_000, required=False)
+    sources = serializers.ListField(
+        child=StrictChoiceField(choices=SOURCES),
+        min_length=1,
+        max_length=len(SOURCES),
+        required=False,
+        default=lambda: list(SOURCES),
+    )
+    shares = serializers.DictField(
+        child=ShareIn(), required=False, help_text="Per source: fixed tokens, a range or auto."
+    )
+    runId = StrictIntegerField(required=False, allow_null=True)
+    format = StrictChoiceField(choices=FORMATS, required=False, default="section")
+    encoding = StrictChoiceField(choices=SUPPORTED_ENCODINGS, required=False, default="o200k_base")
+    role = StrictCharField(max_length=20_000, required=False, allow_blank=True)
+    task = StrictCharField(max_length=20_000, required=False, allow_blank=True)
+    workspace = StrictCharField(max_length=20_000, required=False, allow_blank=True)
+    readFirst = StrictCharField(max_length=20_000, required=False, allow_blank=True)
+    constraints = StrictCharField(max_length=20_000, required=False, allow_blank=True)
+    retryDigest = StrictCharField(max_length=20_000, required=False, allow_blank=True)
+    outputFormat = StrictCharField(max_length=20_000, required=False, allow_blank=True)
+
+    def validate_shares(self, value: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(value) - set(SOURCES)
+        if unknown:
+            raise serializers.ValidationError(f"Sources are: {', '.join(SOURCES)}.")
+        return value
+
+
+class ScorePartsOut(serializers.Serializer):
+    tagMatch = serializers.FloatField()
+    textRelevance = serializers.FloatField()
+    quality = serializers.FloatField()
+    recency = serializers.FloatField()
+
+
+class ContextItemOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    source = serializers.ChoiceField(choices=SOURCES)
+    type = serializers.CharField()
+    rank = serializers.IntegerField()
+    detail = serializers.ChoiceField(choices=["macro", "micro", "atomic"])
+    tokens = serializers.IntegerField()
+    score = serializers.FloatField()
+    scoreParts = ScorePartsOut()
+
+
+class DroppedOut(serializers.Serializer):
+    id = serializers.IntegerField(allow_null=True)
+    source = serializers.ChoiceField(choices=SOURCES)
+    reason = serializers.ChoiceField(
+        choices=["budget", "limit", "below_confidence", "expired", "source_timeout"]
+    )
+
+
+class WarningOut(serializers.Serializer):
+    code = serializers.ChoiceField(choices=["BUDGET_EXCEEDED", "SOURCE_TIMEOUT"])
+    message = serializers.CharField()
+
+
+@extend_schema_serializer(component_name="SourceCoverage")
+class SourceCoverageOut(serializers.Serializer):
+    candidates = serializers.IntegerField()
+    chosen = serializers.IntegerField()
+    tokens = serializers.IntegerField()
+    allocated = serializers.IntegerField()
+    latencyMs = serializers.FloatField()
+    timedOut = serializers.BooleanField()
+
+
+class ContextMetadataOut(serializers.Serializer):
+    totalTokens = serializers.IntegerField()
+    budget = serializers.IntegerField()
+    encoding = serializers.CharField()
+    lod = serializers.CharField()
+    promptHash = serializers.CharField()
+    qualityAchieved = serializers.FloatField()
+    sourceCoverage = serializers.DictField(child=SourceCoverageOut())
+    warnings = WarningOut(many=True)
+    cacheHit = serializers.BooleanField()
+    assemblyTimeMs = serializers.FloatField()
+
+
+@extend_schema_serializer(component_name="Context")
+class ContextOut(serializers.Serializer):
+    text = serializers.CharField()
+    items = ContextItemOut(many=True)
+    dropped = DroppedOut(many=True)
+    metadata = ContextMetadataOut()
+
+
+class ContextView(APIView):
+    @extend_schema(
+        parameters=[PROJECT_PARAM],
+        request=ContextIn,
+        responses={200: ContextOut, **errors(*WRITE_ERRORS, 409)},
+        summary="Assemble the memories for a task into a token budget",
+    )
+    def post(self, request: Request, project: str) -> Response:
+        target = project_or_404(request, project)
+        serializer = ContextIn(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        context_request = ContextRequest(
+            token_budget=data["tokenBudget"],
+            response_reserve=data["responseReserve"],
+            write_scope=tuple(data["writeScope"]),
+            intent=data["intent"],
+            limit=data.get("limit"),
+            lod=data["lod"],
+            time_budget_ms=data.get("timeBudgetMs"),
+            sources=tuple(dict.fromkeys(data["sources"])),
+            shares={name: _share(share) for name, share in data.get("shares", {}).items()},
+            run_id=data.get("runId"),
+            format=data["format"],
+            encoding=data["encoding"],
+            prompt={part: data[part] for part in PROMPT_PARTS if data.get(part)},
+        )
+        result = context_assemble(project=target, request=context_request, actor=actor_for(request))
+        return Response(result)

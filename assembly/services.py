@@ -1,0 +1,290 @@
+"""Context assembly: the best memories for a task, fitted exactly into a token budget."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db.models import F
+from django.utils import timezone
+
+from assembly import cache
+from assembly.budget import Share
+from assembly.packing import LODS, Packed, Weights, pack, rank
+from assembly.render import PROMPT_PARTS, render_prompt
+from assembly.sources import SOURCES, SourceResult, fetch, within_deadline
+from assembly.tokens import SUPPORTED_ENCODINGS
+from memories import services as memory_services
+from memories.actors import Actor
+from memories.models import Memory, Project, Run, Scope
+from memories.selectors import tag_match_expression
+from memories.text import clean_write_scope
+
+FORMATS = ("section", "prompt")
+EXCLUDED_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class ContextRequest:
+    token_budget: int
+    write_scope: tuple[str, ...] = ()
+    intent: str = ""
+    response_reserve: int = 0
+    limit: int | None = None
+    lod: str = "atomic"
+    time_budget_ms: int | None = None
+    sources: tuple[str, ...] = SOURCES
+    run_id: int | None = None
+    format: str = "section"
+    encoding: str = "o200k_base"
+    prompt: Mapping[str, str] = field(default_factory=dict)
+    shares: Mapping[str, Share] | None = None
+
+    def cache_key(self, project: Project) -> str:
+        """Everything that decides the result (the run only decides where it is recorded)."""
+        described = asdict(self)
+        described.pop("run_id")
+        described.pop("time_budget_ms")
+        described["prompt"] = dict(self.prompt)
+        described["run_scoped"] = self.run_id if "run" in self.sources else None
+        digest = hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode())
+        project_version, global_version = cache.versions(project.pk)
+        return f"context:{project.pk}:{project_version}:{global_version}:{digest.hexdigest()}"
+
+
+def _validate(project: Project, request: ContextRequest) -> tuple[int, int]:
+    errors: dict[str, str] = {}
+    pool = request.token_budget - request.response_reserve
+    if request.token_budget <= 0:
+        errors["token_budget"] = "Must be more than 0."
+    elif request.response_reserve < 0:
+        errors["response_reserve"] = "Must be 0 or more."
+    elif pool <= 0:
+        errors["response_reserve"] = "Leaves no tokens: keep it below tokenBudget."
+    if request.lod not in LODS:
+        errors["lod"] = f"Use one of: {', '.join(LODS)}."
+    if request.format not in FORMATS:
+        errors["format"] = f"Use one of: {', '.join(FORMATS)}."
+    if request.encoding not in SUPPORTED_ENCODINGS:
+        errors["encoding"] = f"Use one of: {', '.join(SUPPORTED_ENCODINGS)}."
+    unknown = set(request.sources) - set(SOURCES)
+    if unknown or not request.sources:
+        errors["sources"] = f"Use one or more of: {', '.join(SOURCES)}."
+    if set(request.prompt) - set(PROMPT_PARTS):
+        errors["prompt"] = f"Prompt sections are: {', '.join(PROMPT_PARTS)}."
+    limit = request.limit or project.policy.selection_limit
+    if not 1 <= limit <= 1000:
+        errors["limit"] = "Must be from 1 to 1000."
+    if errors:
+        raise ValidationError(errors)
+    return pool, limit
+
+
+def _shares(project: Project, request: ContextRequest) -> dict[str, Share]:
+    policy = project.policy
+    shares = {
+        "run": Share.auto(policy.share_run),
+        "project": Share.auto(policy.share_project),
+        "global": Share.auto(policy.share_global),
+    }
+    shares.update(request.shares or {})
+    return {name: share for name, share in shares.items() if name in request.sources}
+
+
+def context_assemble(*, project: Project, request: ContextRequest, actor: Actor) -> dict[str, Any]:
+    """Assemble, or serve from the cache, then record what was given (run, access counts)."""
+    started = time.perf_counter()
+    pool, limit = _validate(project, request)
+    write_scope = clean_write_scope(list(request.write_scope))
+    run = None
+    if request.run_id is not None:
+        run = Run.objects.filter(project=project, pk=request.run_id).first()
+        if run is None:
+            raise ValidationError({"run_id": "No run with this id in this project."})
+    key = request.cache_key(project)
+    result = cache.get(key)
+    cache_hit = result is not None
+    if result is None:
+        result = _assemble(project, request, run, write_scope, pool, limit, started)
+        if not any(w["code"] == "SOURCE_TIMEOUT" for w in result["metadata"]["warnings"]):
+            cache.put(key, result, settings.ASSEMBLY_CACHE_SECONDS)
+    chosen = [(item["id"], item["score"]) for item in result["items"]]
+    now = timezone.now()
+    if chosen:
+        # Bookkeeping of use: one statement; not a change of what can be chosen.
+        Memory.objects.filter(id__in=[memory_id for memory_id, _ in chosen]).update(
+            access_count=F("access_count") + 1, last_accessed_at=now
+        )
+    if run is not None:
+        memory_services.run_give_memories(
+            run=run, ranked=chosen, prompt_hash=result["metadata"]["promptHash"]
+        )
+    metadata = {
+        **result["metadata"],
+        "cacheHit": cache_hit,
+        "assemblyTimeMs": round((time.perf_counter() - started) * 1000, 2),
+    }
+    return {**result, "metadata": metadata}
+
+
+def _assemble(
+    project: Project,
+    request: ContextRequest,
+    run: Run | None,
+    write_scope: list[str],
+    pool: int,
+    limit: int,
+    started: float,
+) -> dict[str, Any]:
+    now = timezone.now()
+    time_budget = request.time_budget_ms or settings.ASSEMBLY_TIME_BUDGET_MS
+    results: list[SourceResult] = []
+    for source in SOURCES:
+        if source not in request.sources:
+            continue
+        remaining = time_budget - (time.perf_counter() - started) * 1000
+        if remaining < 1:
+            results.append(SourceResult(source, [], timed_out=True))
+            continue
+        results.append(
+            fetch(
+                source,
+                project=project,
+                run=run,
+                write_scope=write_scope,
+                intent=request.intent,
+                limit=limit,
+                timeout_ms=int(remaining),
+                now=now,
+            )
+        )
+    policy = project.policy
+    weights = Weights(
+        text=policy.weight_text, quality=policy.weight_quality, recency=policy.weight_recency
+    )
+    ranked = rank([c for r in results for c in r.candidates], weights)
+    render = partial(render_prompt, request.prompt) if request.format == "prompt" else None
+    packed = pack(
+        ranked,
+        budget=pool,
+        limit=limit,
+        lod=request.lod,
+        encoding=request.encoding,
+        shares=_shares(project, request),
+        **({"render": render} if render else {}),
+    )
+    warnings = []
+    if request.format == "prompt" and not packed.text:
+        raise ValidationError(
+            {"token_budget": "The prompt's own sections do not fit the budget; raise it."}
+        )
+    if ranked and not packed.chosen:
+        warnings.append({"code": "BUDGET_EXCEEDED", "message": "Not even one memory fits."})
+    for r in results:
+        if r.timed_out:
+            warnings.append(
+                {"code": "SOURCE_TIMEOUT", "message": f"The {r.source} source was too slow."}
+            )
+    excluded: list[dict[str, Any]] = []
+    remaining = time_budget - (time.perf_counter() - started) * 1000
+    if "project" in request.sources and remaining >= 1:
+        excluded = within_deadline(lambda: _excluded(project, write_scope, now), remaining) or []
+    return {
+        "text": packed.text,
+        "items": _items(packed),
+        "dropped": [
+            {"id": s.candidate.id, "source": s.candidate.source, "reason": reason}
+            for s, reason in packed.dropped
+        ]
+        + excluded
+        + [
+            {"id": None, "source": r.source, "reason": "source_timeout"}
+            for r in results
+            if r.timed_out
+        ],
+        "metadata": {
+            "totalTokens": packed.total_tokens,
+            "budget": pool,
+            "encoding": request.encoding,
+            "lod": request.lod,
+            "promptHash": hashlib.sha256(packed.text.encode()).hexdigest(),
+            "qualityAchieved": _quality(packed, ranked, limit),
+            "sourceCoverage": _coverage(results, packed),
+            "warnings": warnings,
+        },
+    }
+
+
+def _items(packed: Packed) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": c.scored.candidate.id,
+            "source": c.scored.candidate.source,
+            "type": c.scored.candidate.type,
+            "rank": c.rank,
+            "detail": c.detail,
+            "tokens": c.tokens,
+            "score": c.scored.score,
+            "scoreParts": c.scored.parts,
+        }
+        for c in packed.chosen
+    ]
+
+
+def _quality(packed: Packed, ranked: Sequence[Any], limit: int) -> float:
+    """How much of the ideal selection (the best ``limit`` candidates) the budget allowed."""
+
+    def value(scored: Any) -> float:
+        return scored.parts["tagMatch"] + scored.score
+
+    ideal = sum(value(s) for s in ranked[:limit])
+    if ideal <= 0:
+        return 1.0
+    return round(min(1.0, sum(value(c.scored) for c in packed.chosen) / ideal), 4)
+
+
+def _coverage(results: Sequence[SourceResult], packed: Packed) -> dict[str, Any]:
+    coverage = {}
+    for r in results:
+        chosen = [c for c in packed.chosen if c.scored.candidate.source == r.source]
+        coverage[r.source] = {
+            "candidates": len(r.candidates),
+            "chosen": len(chosen),
+            "tokens": sum(c.tokens for c in chosen),
+            "allocated": packed.allocation.get(r.source, 0),
+            "latencyMs": round(r.latency_ms, 2),
+            "timedOut": r.timed_out,
+        }
+    return coverage
+
+
+def _excluded(project: Project, write_scope: list[str], now: Any) -> list[dict[str, Any]]:
+    """Active memories of the project that match the task but the rules leave out, with why."""
+    policy = project.policy
+    left_out = (
+        Memory.objects.filter(project=project, scope=Scope.PROJECT, active=True)
+        .exclude(confidence__gte=policy.min_confidence, expires_at__isnull=True)
+        .exclude(confidence__gte=policy.min_confidence, expires_at__gt=now)
+        .alias(tag_match=tag_match_expression(write_scope))
+        .filter(tag_match=True)
+        .order_by("-confidence", "id")
+        .values("id", "confidence", "expires_at")[:EXCLUDED_SHOWN]
+    )
+    rows = list(left_out)
+    return [
+        {
+            "id": row["id"],
+            "source": "project",
+            "reason": "expired"
+            if row["expires_at"] is not None and row["expires_at"] <= now
+            else "below_confidence",
+        }
+        for row in rows
+    ]

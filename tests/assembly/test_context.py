@@ -1,0 +1,275 @@
+"""Context assembly against the database and over the API."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from assembly.services import ContextRequest, context_assemble
+from assembly.tokens import count_tokens
+from memories import services
+from memories.actors import Actor
+from memories.models import Memory, Run
+from tests.memories.api.conftest import client_with_key, url
+
+pytestmark = pytest.mark.django_db
+SYSTEM = Actor.system("tests")
+
+
+def assemble(project, **kwargs):
+    kwargs.setdefault("token_budget", 2000)
+    return context_assemble(project=project, request=ContextRequest(**kwargs), actor=SYSTEM)
+
+
+def test_section_lists_tag_matches_first_one_line_each(project, make_memory):
+    make_memory(project=project, type="pattern", content="Keep views thin.", relevance_score=1.0)
+    make_memory(
+        project=project, type="warning", tags=["src/core/**"],
+        content="Full test suite required\nwhen modifying src/core/.", relevance_score=0.2,
+    )  # fmt: skip
+    result = assemble(project, write_scope=("src/core/models.py",))
+    assert result["text"] == (
+        "## Memories\n"
+        "- [warning] Full test suite required when modifying src/core/.\n"
+        "- [pattern] Keep views thin."
+    )
+    assert result["metadata"]["totalTokens"] == count_tokens(result["text"], "o200k_base")
+    first = result["items"][0]
+    assert (first["rank"], first["source"], first["scoreParts"]["tagMatch"]) == (1, "project", 1.0)
+
+
+def test_the_budget_is_never_exceeded_and_drops_say_why(project, make_memory):
+    for index in range(8):
+        make_memory(project=project, content=f"Memory {index}: " + "words " * 30)
+    result = assemble(project, token_budget=120, response_reserve=20, lod="atomic")
+    assert count_tokens(result["text"], "o200k_base") <= 100
+    assert result["items"]
+    assert {d["reason"] for d in result["dropped"]} == {"budget"}
+
+
+def test_limit_defaults_to_the_policy(project, make_memory):
+    for _ in range(12):
+        make_memory(project=project, content="short")
+    assert len(assemble(project)["items"]) == 10
+    assert len(assemble(project, limit=3)["items"]) == 3
+
+
+def test_selection_rules_and_the_reasons_for_left_out_matches(project, make_memory):
+    kept = make_memory(project=project, tags=["src/**"], content="kept")
+    low = make_memory(project=project, tags=["src/**"], content="low")
+    Memory.objects.filter(pk=low.pk).update(confidence=0.25)
+    old = make_memory(project=project, tags=["src/**"], content="old", type="context")
+    Memory.objects.filter(pk=old.pk).update(expires_at=timezone.now() - timedelta(days=1))
+    off = make_memory(project=project, tags=["src/**"], content="off")
+    Memory.objects.filter(pk=off.pk).update(active=False)
+    result = assemble(project, write_scope=("src/a.py",))
+    assert [item["id"] for item in result["items"]] == [kept.pk]
+    reasons = {d["id"]: d["reason"] for d in result["dropped"]}
+    assert reasons == {low.pk: "below_confidence", old.pk: "expired"}
+
+
+def test_intent_relevance_ranks_matching_memories_higher(project, make_memory):
+    make_memory(project=project, content="Deploys happen on Tuesday.")
+    migration = make_memory(project=project, content="Migrations lock the events table.")
+    result = assemble(project, intent="add a migration to the events table")
+    assert result["items"][0]["id"] == migration.pk
+    assert result["items"][0]["scoreParts"]["textRelevance"] > 0
+
+
+def test_sources_global_project_and_run(project, make_memory, make_run, reviewer_actor):
+    run = make_run(project=project)
+    own = make_memory(project=project, content="project memory")
+    scratch = make_memory(project=project, scope="run", source_run=run, content="scratch note")
+    shared = services.memory_create(
+        project=None, type="pattern", content="global memory", source="run", actor=SYSTEM
+    )
+    services.memory_approve(memory=shared, actor=reviewer_actor)
+    everything = assemble(project, run_id=run.pk)
+    assert {i["id"]: i["source"] for i in everything["items"]} == {
+        own.pk: "project", scratch.pk: "run", shared.pk: "global",
+    }  # fmt: skip
+    only_project = assemble(project, sources=("project",))
+    assert [i["id"] for i in only_project["items"]] == [own.pk]
+    coverage = everything["metadata"]["sourceCoverage"]
+    # The shares add up to the budget less the section's heading.
+    budget = everything["metadata"]["budget"]
+    assert budget - 10 < sum(c["allocated"] for c in coverage.values()) < budget
+
+
+def test_levels_of_detail(project, make_memory):
+    make_memory(project=project, content="First sentence. " + "More detail here. " * 10)
+    macro = assemble(project, lod="macro")
+    atomic = assemble(project, lod="atomic")
+    assert macro["text"] == "## Memories\n- [pattern] First sentence."
+    assert "More detail here." in atomic["text"]
+    assert macro["items"][0]["detail"] == "macro"
+
+
+def test_same_memories_and_request_give_byte_identical_text(project, make_memory, settings):
+    for index in range(5):
+        make_memory(project=project, content=f"Memory {index}", relevance_score=0.5)
+    first = assemble(project, write_scope=("src/a.py",), intent="memory")
+    settings.ASSEMBLY_CACHE_SECONDS = 0
+    from django.core.cache import caches
+
+    caches["assembly"].clear()
+    second = assemble(project, write_scope=("src/a.py",), intent="memory")
+    assert second["metadata"]["cacheHit"] is False
+    assert (first["text"], first["metadata"]["promptHash"]) == (
+        second["text"],
+        second["metadata"]["promptHash"],
+    )
+
+
+def test_run_records_what_it_was_given_and_its_outcome_moves_it(project, make_memory, make_run):
+    memories = [make_memory(project=project, content=f"m{i}") for i in range(3)]
+    run = make_run(project=project)
+    result = assemble(project, run_id=run.pk)
+    run.refresh_from_db()
+    assert run.prompt_hash == result["metadata"]["promptHash"]
+    given = list(run.given.order_by("rank").values_list("memory_id", "rank"))
+    assert given == [(item["id"], item["rank"]) for item in result["items"]]
+    services.run_record_outcome(run=run, outcome="succeeded", actor=SYSTEM)
+    assert {Memory.objects.get(pk=m.pk).confidence for m in memories} == {0.6}
+
+
+def test_chosen_memories_count_an_access(project, make_memory):
+    memory = make_memory(project=project)
+    assemble(project)
+    assemble(project)
+    memory.refresh_from_db()
+    assert memory.access_count == 2
+    assert memory.last_accessed_at is not None
+
+
+def test_cache_hit_until_a_memory_changes(project, make_memory, django_capture_on_commit_callbacks):
+    memory = make_memory(project=project, content="cached")
+    assert assemble(project)["metadata"]["cacheHit"] is False
+    assert assemble(project)["metadata"]["cacheHit"] is True
+    with django_capture_on_commit_callbacks(execute=True):
+        services.memory_update(memory=memory, actor=SYSTEM, content="changed")
+    again = assemble(project)
+    assert again["metadata"]["cacheHit"] is False
+    assert "changed" in again["text"]
+
+
+def test_assembly_runs_a_fixed_number_of_queries(
+    project, make_memory, make_run, django_assert_num_queries, settings
+):
+    settings.ASSEMBLY_CACHE_SECONDS = 0
+    run = make_run(project=project)
+    for count in (3, 30):
+        for _ in range(count):
+            make_memory(project=project, tags=["src/**"])
+        project = type(project).objects.select_related("policy").get(pk=project.pk)
+        from django.core.cache import caches
+
+        caches["assembly"].clear()
+        # run lookup; for each of run, project, global and the left-out query: savepoint,
+        # SET statement_timeout, SELECT, release; access UPDATE; recording the run:
+        # savepoint, lock, INSERT given, UPDATE prompt hash, release
+        with django_assert_num_queries(23):
+            assemble(project, write_scope=("src/a.py",), run_id=run.pk, limit=5)
+        Run.objects.filter(pk=run.pk).update(prompt_hash="")
+        run.given.all().delete()
+
+
+def test_prompt_format_places_memories_between_read_first_and_constraints(project, make_memory):
+    make_memory(project=project, content="Remember me.")
+    result = assemble(
+        project, format="prompt",
+        prompt={"role": "Engineer", "readFirst": "README.md", "constraints": "No new deps."},
+    )  # fmt: skip
+    assert result["text"] == (
+        "## Role\nEngineer\n\n## Read First\nREADME.md\n\n"
+        "## Memories\n- [pattern] Remember me.\n\n## Constraints\nNo new deps."
+    )
+
+
+def test_budget_exceeded_when_not_one_memory_fits(project, make_memory):
+    make_memory(project=project, content="word " * 200)
+    result = assemble(project, token_budget=5, lod="atomic")
+    assert result["text"] == ""
+    assert [w["code"] for w in result["metadata"]["warnings"]] == ["BUDGET_EXCEEDED"]
+
+
+# --- over the API -------------------------------------------------------------------------
+
+
+def test_context_endpoint(project, make_memory, make_run):
+    agent = client_with_key(project)
+    make_memory(project=project, tags=["src/core/**"], content="Run the full suite.")
+    run = make_run(project=project)
+    body = {
+        "writeScope": ["src/core/db.py"],
+        "intent": "fix the database layer",
+        "tokenBudget": 200,
+        "responseReserve": 50,
+        "runId": run.pk,
+        "encoding": "cl100k_base",
+        "lod": "atomic",
+    }
+    response = agent.post(url(project, "context"), body, format="json")
+    assert response.status_code == 200, response.json()
+    out = response.json()
+    assert out["text"] == "## Memories\n- [pattern] Run the full suite."
+    assert out["metadata"]["totalTokens"] == count_tokens(out["text"], "cl100k_base") <= 150
+    assert out["metadata"]["budget"] == 150
+    assert out["metadata"]["cacheHit"] is False
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"tokenBudget": 0}, "tokenBudget"),
+        ({"responseReserve": 100}, "responseReserve"),
+        ({"lod": "huge"}, "lod"),
+        ({"encoding": "p50k_base"}, "encoding"),
+        ({"sources": ["elsewhere"]}, "sources[0]"),
+        ({"sources": []}, "sources"),
+        ({"shares": {"run": {"fixed": 10, "auto": 1}}}, "shares.run.nonFieldErrors"),
+        ({"runId": 999999}, "runId"),
+        ({"extra": 1}, "extra"),
+    ],
+)
+def test_context_input_errors(project, change, field):
+    agent = client_with_key(project)
+    response = agent.post(url(project, "context"), {"tokenBudget": 100, **change}, format="json")
+    assert response.status_code == 400, response.json()
+    assert field in response.json()["error"]["fields"], response.json()
+
+
+def test_a_finished_run_cannot_be_given_more(project, make_memory, make_run):
+    agent = client_with_key(project)
+    make_memory(project=project)
+    run = make_run(project=project)
+    services.run_record_outcome(run=run, outcome="failed", actor=SYSTEM)
+    response = agent.post(
+        url(project, "context"), {"tokenBudget": 100, "runId": run.pk}, format="json"
+    )
+    assert response.status_code == 409
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_slow_source_is_cut_off_with_source_timeout(project, make_memory):
+    import psycopg
+
+    make_memory(project=project)
+    settings = connection.settings_dict
+    blocker = psycopg.connect(
+        dbname=settings["NAME"], user=settings["USER"], host=settings["HOST"] or None,
+        port=settings["PORT"] or None, password=settings["PASSWORD"] or None,
+    )  # fmt: skip
+    try:
+        blocker.execute("LOCK TABLE project_memories IN ACCESS EXCLUSIVE MODE")
+        result = assemble(project, time_budget_ms=150)
+    finally:
+        blocker.rollback()
+        blocker.close()
+    codes = [w["code"] for w in result["metadata"]["warnings"]]
+    assert codes.count("SOURCE_TIMEOUT") >= 1
+    assert result["text"] == ""
+    assert result["metadata"]["sourceCoverage"]["project"]["timedOut"] is True
