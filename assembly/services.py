@@ -20,7 +20,7 @@ from assembly.budget import Share
 from assembly.packing import LODS, Packed, Weights, pack, rank
 from assembly.render import PROMPT_PARTS, render_prompt
 from assembly.sources import SOURCES, SourceResult, fetch, within_deadline
-from assembly.tokens import SUPPORTED_ENCODINGS
+from assembly.tokens import SUPPORTED_ENCODINGS, count_tokens
 from memories import services as memory_services
 from memories.actors import Actor
 from memories.models import Memory, Project, Run, Scope
@@ -182,10 +182,15 @@ def _assemble(
     )
     warnings = []
     if request.format == "prompt" and not packed.text:
-        raise ValidationError(
-            {"token_budget": "The prompt's own sections do not fit the budget; raise it."}
+        needed = count_tokens(render_prompt(request.prompt, ""), request.encoding)
+        warnings.append(
+            {
+                "code": "BUDGET_EXCEEDED",
+                "message": f"The prompt's own sections need {needed} tokens; "
+                f"the budget is {pool}. Nothing was returned.",
+            }
         )
-    if ranked and not packed.chosen:
+    elif ranked and not packed.chosen:
         warnings.append({"code": "BUDGET_EXCEEDED", "message": "Not even one memory fits."})
     for r in results:
         if r.timed_out:

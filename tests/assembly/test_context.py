@@ -273,3 +273,12 @@ def test_a_slow_source_is_cut_off_with_source_timeout(project, make_memory):
     assert codes.count("SOURCE_TIMEOUT") >= 1
     assert result["text"] == ""
     assert result["metadata"]["sourceCoverage"]["project"]["timedOut"] is True
+
+
+def test_a_prompt_whose_own_sections_do_not_fit_returns_nothing_and_says_why(project, make_memory):
+    make_memory(project=project)
+    result = assemble(project, token_budget=10, format="prompt", prompt={"task": "word " * 50})
+    assert result["text"] == ""
+    (warning,) = result["metadata"]["warnings"]
+    assert warning["code"] == "BUDGET_EXCEEDED"
+    assert "the budget is 10" in warning["message"]
