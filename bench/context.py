@@ -1,0 +1,165 @@
+"""Benchmark POST /api/projects/:id/context over HTTP on loopback against gunicorn.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/memory_bench \\
+        .venv/bin/python bench/context.py --sizes 10000,100000 --seconds 20
+
+Seed first with bench/seed.py. For each size it measures cache off and cache on:
+p50, p95, p99 (ms) and requests per second, and prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.seed import AREAS, FILES, INTENTS  # noqa: E402
+
+PORT = int(os.environ.get("BENCH_PORT", "8799"))
+
+
+def django_setup() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+
+
+def api_key(size: int) -> str:
+    from memories import services
+    from memories.models import Project
+
+    project = Project.objects.get(slug=f"bench-{size}")
+    return services.api_key_create(project=project, name=f"bench-{time.time_ns()}")[1]
+
+
+def start_server(workers: int, cache_seconds: int) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "DEBUG": "false",
+        "SECRET_KEY": "benchmark-only-secret-key-0123456789abcdefghijklmnop",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "API_THROTTLE_RATE": "100000000/min",
+        "ASSEMBLY_CACHE_SECONDS": str(cache_seconds),
+        "LOG_LEVEL": "WARNING",
+        "DB_CONN_MAX_AGE": "600",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "config.wsgi", "--workers", str(workers),
+         "--bind", f"127.0.0.1:{PORT}", "--log-level", "warning"],
+        cwd=ROOT, env=env, start_new_session=True,
+    )  # fmt: skip
+    for _ in range(100):
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", PORT, timeout=1)
+            connection.request("GET", "/api/schema/")
+            connection.getresponse().read()
+            return server
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("gunicorn did not start")
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    os.killpg(server.pid, signal.SIGTERM)
+    server.wait(timeout=30)
+
+
+def request_body(rng: random.Random, repeat: bool) -> bytes:
+    if repeat:  # cache on: agents asking again for the same task
+        rng = random.Random(rng.randint(0, 9))
+    area = rng.choice(AREAS)
+    return json.dumps(
+        {
+            "writeScope": [f"src/{area}/{rng.choice(FILES)}.py"],
+            "intent": rng.choice(INTENTS),
+            "tokenBudget": 2000,
+            "responseReserve": 500,
+        }
+    ).encode()
+
+
+def load(size: int, token: str, seconds: float, concurrency: int, repeat: bool) -> dict:
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    deadline = time.perf_counter() + seconds
+
+    def agent(seed: int) -> None:
+        nonlocal errors
+        rng = random.Random(seed)
+        connection = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        mine: list[float] = []
+        failed = 0
+        while time.perf_counter() < deadline:
+            body = request_body(rng, repeat)
+            started = time.perf_counter()
+            connection.request("POST", f"/api/projects/bench-{size}/context", body, headers)
+            response = connection.getresponse()
+            response.read()
+            mine.append((time.perf_counter() - started) * 1000)
+            failed += response.status != 200
+        with lock:
+            latencies.extend(mine)
+            errors += failed
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=agent, args=(i,)) for i in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    cuts = statistics.quantiles(latencies, n=100)
+    return {
+        "requests": len(latencies),
+        "errors": errors,
+        "p50": statistics.median(latencies),
+        "p95": cuts[94],
+        "p99": cuts[98],
+        "rps": len(latencies) / elapsed,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=4)
+    args = parser.parse_args()
+    django_setup()
+    rows = []
+    for cache_seconds, label in [(0, "off"), (300, "on")]:
+        server = start_server(args.workers, cache_seconds)
+        try:
+            for size in (int(s) for s in args.sizes.split(",")):
+                token = api_key(size)
+                load(size, token, 2, args.concurrency, cache_seconds > 0)  # warm up
+                result = load(size, token, args.seconds, args.concurrency, cache_seconds > 0)
+                rows.append((size, label, result))
+        finally:
+            stop_server(server)
+    print("| memories | cache | requests | errors | p50 ms | p95 ms | p99 ms | req/s |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for size, label, r in rows:
+        print(
+            f"| {size:,} | {label} | {r['requests']} | {r['errors']} | {r['p50']:.1f} | "
+            f"{r['p95']:.1f} | {r['p99']:.1f} | {r['rps']:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Seed a benchmark project of N memories (realistic lengths, tags and types) with COPY.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/memory_bench .venv/bin/python bench/seed.py 100000
+
+All projects live in the one memories table, as in production. Re-running with the same
+size replaces that project.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+import django
+
+django.setup()
+
+from django.db import connection  # noqa: E402
+
+from assembly.tokens import get_encoding  # noqa: E402
+from memories import services  # noqa: E402
+from memories.models import Project  # noqa: E402
+from memories.tags import tag_patterns  # noqa: E402
+from memories.text import content_hash, summarize  # noqa: E402
+
+AREAS = ["core", "api", "auth", "billing", "search", "importers", "invoices", "ledger", "ops", "ui"]
+FILES = ["models", "views", "services", "tasks", "serializers", "admin", "utils", "tests"]
+KEYWORDS = ["database", "performance", "security", "testing", "migrations", "celery",
+            "deploy", "flaky", "datetime", "privacy", "caching", "logging"]  # fmt: skip
+VERBS = ["Always", "Never", "Prefer to", "Remember to", "Avoid having to", "Make sure to"]
+ACTIONS = ["run the full test suite", "batch large updates", "lock the row first",
+           "add an index", "store times in UTC", "retry with backoff", "check permissions",
+           "use select_related", "keep the view thin", "write a migration", "log the request id",
+           "invalidate the cache", "pin the dependency", "validate the input"]  # fmt: skip
+REASONS = ["because the events table is huge", "or production pages at night",
+           "since the last outage came from this", "as the reviewers asked",
+           "to keep the p95 under budget", "when the importer sees Excel files"]  # fmt: skip
+INTENTS = ["speed up the invoice list", "fix the flaky checkout test", "add a billing migration",
+           "rotate API tokens", "import bank statements", "cache the search results"]  # fmt: skip
+
+
+def sentence(rng: random.Random) -> str:
+    area = rng.choice(AREAS)
+    return f"{rng.choice(VERBS)} {rng.choice(ACTIONS)} in src/{area}/ {rng.choice(REASONS)}."
+
+
+def memory_row(rng: random.Random, project_id: int, now: datetime, encoding) -> tuple:
+    content = " ".join(sentence(rng) for _ in range(rng.randint(1, 5)))
+    area = rng.choice(AREAS)
+    tags = rng.sample(
+        [f"src/{area}/**", f"src/{area}/{rng.choice(FILES)}.py", rng.choice(KEYWORDS), area], 2
+    )
+    kind = rng.choice(["pattern", "warning", "learning", "context"])
+    source = rng.choice(["human", "run", "run", "learning"])
+    confidence = round(rng.uniform(0.1, 1.0), 3)
+    created = now - timedelta(days=rng.uniform(0, 365))
+    expires = None if kind == "pattern" else created + timedelta(days=rng.randint(30, 400))
+    return (
+        project_id, "project", kind, content, summarize(content), source, tags, tag_patterns(tags),
+        round(rng.uniform(0.2, 1.0), 3), confidence, rng.random() > 0.1, expires, "pending",
+        False, rng.choice(["hot", "warm", "cold"]), len(encoding.encode(content)),
+        rng.randint(0, 50), content_hash(content), created, created,
+    )  # fmt: skip
+
+
+def main(size: int) -> None:
+    rng = random.Random(size)
+    slug = f"bench-{size}"
+    Project.objects.filter(slug=slug).delete()
+    project = services.project_create(name=f"Benchmark {size}", slug=slug)
+    encoding = get_encoding("o200k_base")
+    now = datetime.now(UTC)
+    started = time.perf_counter()
+    columns = (
+        "project_id, scope, type, content, summary, source, tags, tag_patterns, relevance_score,"
+        " confidence, active, expires_at, review_status, pinned, tier, token_count, access_count,"
+        " content_hash, created_at, updated_at"
+    )
+    with connection.cursor() as cursor:
+        with cursor.connection.cursor().copy(
+            f"COPY project_memories ({columns}) FROM STDIN"
+        ) as copy:
+            for _ in range(size):
+                copy.write_row(memory_row(rng, project.pk, now, encoding))
+        cursor.execute("ANALYZE project_memories")
+    print(f"seeded {slug}: {size} memories in {time.perf_counter() - started:.1f} s")
+    digest = hashlib.sha256(slug.encode()).hexdigest()[:8]
+    print(f"project id {project.pk} ({digest})")
+
+
+if __name__ == "__main__":
+    for arg in sys.argv[1:] or ["10000"]:
+        main(int(arg))
