@@ -1,6 +1,7 @@
 """Seed a benchmark project of N memories (realistic lengths, tags and types) with COPY.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/memory_bench .venv/bin/python bench/seed.py 100000
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/memory_bench \\
+        .venv/bin/python bench/seed.py 10000 100000
 
 All projects live in the one memories table, as in production. Re-running with the same
 size replaces that project.
