@@ -119,7 +119,7 @@ class DroppedOut(serializers.Serializer):
     id = serializers.IntegerField(allow_null=True)
     source = serializers.ChoiceField(choices=SOURCES)
     reason = serializers.ChoiceField(
-        choices=["budget", "limit", "below_confidence", "expired", "source_timeout"]
+        choices=["budget", "limit", "duplicate", "below_confidence", "expired", "source_timeout"]
     )
 
 

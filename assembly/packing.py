@@ -135,7 +135,17 @@ def pack(
 
     frame = count_tokens(render(render_section(["x"])), encoding) - count_tokens("\n- x", encoding)
     pool = max(0, budget - max(frame, 0))
-    options = [(s, _line(s, base)) for s in ranked]
+    # The same line twice would spend tokens on a repeat: only the best-ranked one stays.
+    options: list[tuple[Scored, str]] = []
+    repeats: list[Scored] = []
+    seen_lines: set[str] = set()
+    for s in ranked:
+        line = _line(s, base)
+        if line in seen_lines:
+            repeats.append(s)
+            continue
+        seen_lines.add(line)
+        options.append((s, line))
     costs = {s.candidate.id: cost(line) for s, line in options}
     demand: dict[str, int] = {}
     for s, _ in options[:limit]:
@@ -186,7 +196,7 @@ def pack(
     for position, chosen in enumerate(chosen_list, start=1):
         chosen.rank = position
     kept = {c.scored.candidate.id for c in chosen_list}
-    dropped = []
+    dropped: list[tuple[Scored, str]] = [(s, "duplicate") for s in repeats]
     for position, (s, _) in enumerate(options):
         if s.candidate.id in kept:
             continue

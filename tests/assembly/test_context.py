@@ -51,8 +51,8 @@ def test_the_budget_is_never_exceeded_and_drops_say_why(project, make_memory):
 
 
 def test_limit_defaults_to_the_policy(project, make_memory):
-    for _ in range(12):
-        make_memory(project=project, content="short")
+    for index in range(12):
+        make_memory(project=project, content=f"short {index}")
     assert len(assemble(project)["items"]) == 10
     assert len(assemble(project, limit=3)["items"]) == 3
 

@@ -53,6 +53,7 @@ def test_the_rendered_text_never_exceeds_the_budget(memories, budget, limit, lod
     assert count_tokens(packed.text, encoding) == packed.total_tokens <= budget
     assert len(packed.chosen) <= limit
     assert len(packed.chosen) + len(packed.dropped) == len(memories)
+    assert len({c.line for c in packed.chosen}) == len(packed.chosen)  # no line twice
     if packed.chosen:
         assert all(f"[{c.scored.candidate.type}]" in packed.text for c in packed.chosen)
     again = pack(
@@ -151,3 +152,20 @@ def test_adaptive_fits_more_memories_than_atomic_and_keeps_the_best_in_full():
     assert len(adaptive.chosen) > len(atomic.chosen)
     assert adaptive.chosen[0].detail == "atomic"
     assert adaptive.chosen[-1].detail == "macro"
+
+
+def test_the_same_line_is_never_rendered_twice():
+    def make(id, content, summary):
+        return Candidate(
+            id, "project", "pattern", content, summary, False, 0.0, 1 - id / 10, 1.0, 0.0
+        )
+
+    memories = [
+        make(1, "Use UTC. Always.", "Use UTC."),
+        make(2, "Use UTC. Seen again.", "Use UTC."),
+    ]
+    packed = pack(
+        rank(memories, Weights()), budget=500, limit=10, lod="macro", encoding="o200k_base"
+    )
+    assert packed.text == "## Memories\n- [pattern] Use UTC."
+    assert [(s.candidate.id, reason) for s, reason in packed.dropped] == [(2, "duplicate")]
