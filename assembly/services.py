@@ -116,15 +116,15 @@ def context_assemble(*, project: Project, request: ContextRequest, actor: Actor)
         if not any(w["code"] == "SOURCE_TIMEOUT" for w in result["metadata"]["warnings"]):
             cache.put(key, result, settings.ASSEMBLY_CACHE_SECONDS)
     chosen = [(item["id"], item["score"]) for item in result["items"]]
-    now = timezone.now()
+    if run is not None:
+        # First: a finished run is a Conflict, and then nothing else is recorded either.
+        memory_services.run_give_memories(
+            run=run, ranked=chosen, prompt_hash=result["metadata"]["promptHash"]
+        )
     if chosen:
         # Bookkeeping of use: one statement; not a change of what can be chosen.
         Memory.objects.filter(id__in=[memory_id for memory_id, _ in chosen]).update(
-            access_count=F("access_count") + 1, last_accessed_at=now
-        )
-    if run is not None:
-        memory_services.run_give_memories(
-            run=run, ranked=chosen, prompt_hash=result["metadata"]["promptHash"]
+            access_count=F("access_count") + 1, last_accessed_at=timezone.now()
         )
     metadata = {
         **result["metadata"],

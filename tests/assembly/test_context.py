@@ -169,8 +169,8 @@ def test_assembly_runs_a_fixed_number_of_queries(
 
         caches["assembly"].clear()
         # run lookup; for each of run, project, global and the left-out query: savepoint,
-        # SET statement_timeout, SELECT, release; access UPDATE; recording the run:
-        # savepoint, lock, INSERT given, UPDATE prompt hash, release
+        # SET statement_timeout, SELECT, release; recording the run: savepoint, lock,
+        # INSERT given, UPDATE prompt hash, release; access UPDATE
         with django_assert_num_queries(23):
             assemble(project, write_scope=("src/a.py",), run_id=run.pk, limit=5)
         Run.objects.filter(pk=run.pk).update(prompt_hash="")
@@ -251,6 +251,7 @@ def test_a_finished_run_cannot_be_given_more(project, make_memory, make_run):
         url(project, "context"), {"tokenBudget": 100, "runId": run.pk}, format="json"
     )
     assert response.status_code == 409
+    assert Memory.objects.get().access_count == 0  # the refused request recorded nothing
 
 
 @pytest.mark.django_db(transaction=True)
