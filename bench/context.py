@@ -163,7 +163,8 @@ def main() -> None:
         finally:
             stop_server(server)
     print(
-        "| memories | cache | requests | errors | source timeouts | p50 ms | p95 ms | p99 ms | req/s |"
+        "| memories | cache | requests | errors | source timeouts "
+        "| p50 ms | p95 ms | p99 ms | req/s |"
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for size, label, r in rows:
