@@ -10,13 +10,13 @@ from datetime import datetime
 from typing import TypeVar
 
 from django.db import OperationalError, connection, transaction
-from django.db.models import F, FloatField, Q, QuerySet, Value
+from django.db.models import F, FloatField, QuerySet, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 
 from assembly.packing import Candidate, recency
-from memories.models import Memory, MemoryPolicy, Project, Run, Scope
-from memories.selectors import tag_match_expression
+from memories.models import Memory, Project, Run, Scope
+from memories.selectors import only_usable, tag_match_expression
 
 SOURCES = ("run", "project", "global")
 T = TypeVar("T")
@@ -34,25 +34,21 @@ class SourceResult:
     latency_ms: float = 0.0
 
 
-def _usable(queryset: QuerySet[Memory], policy: MemoryPolicy, now: datetime) -> QuerySet[Memory]:
-    return queryset.filter(
-        Q(expires_at__isnull=True) | Q(expires_at__gt=now),
-        active=True,
-        confidence__gte=policy.min_confidence,
-    )
-
-
 def source_queryset(
     source: str, *, project: Project, run: Run | None, now: datetime
 ) -> QuerySet[Memory] | None:
     policy = project.policy
     if source == "project":
-        return _usable(Memory.objects.filter(project=project, scope=Scope.PROJECT), policy, now)
+        return only_usable(
+            Memory.objects.filter(project=project, scope=Scope.PROJECT), policy=policy, now=now
+        )
     if source == "global":
-        return _usable(Memory.objects.filter(scope=Scope.GLOBAL), policy, now)
+        return only_usable(Memory.objects.filter(scope=Scope.GLOBAL), policy=policy, now=now)
     if source == "run" and run is not None:
-        return _usable(
-            Memory.objects.filter(project=project, scope=Scope.RUN, source_run=run), policy, now
+        return only_usable(
+            Memory.objects.filter(project=project, scope=Scope.RUN, source_run=run),
+            policy=policy,
+            now=now,
         )
     return None
 

@@ -10,7 +10,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from memories.keys import secret_matches, split_token
-from memories.models import ApiKey, Memory, MemoryEvent, Project, Scope
+from memories.models import ApiKey, Memory, MemoryEvent, MemoryPolicy, Project, Scope
 from memories.tags import scope_patterns
 
 # A memory matches the write scope when one of its tag regexes matches a scope
@@ -28,15 +28,24 @@ def tag_match_expression(write_scope: Sequence[str]) -> RawSQL:
     return RawSQL(_TAG_MATCH_SQL, (scope, scope_patterns(scope)), output_field=BooleanField())
 
 
-def usable_memories(*, project: Project, now: datetime | None = None) -> QuerySet[Memory]:
-    """A project's memories an agent may be given: its own and the global ones, active,
-    unexpired and at or above the project's minimum confidence."""
-    now = now or timezone.now()
-    return Memory.objects.filter(
-        Q(project=project, scope=Scope.PROJECT) | Q(scope=Scope.GLOBAL),
+def only_usable(
+    memories: QuerySet[Memory], *, policy: MemoryPolicy, now: datetime
+) -> QuerySet[Memory]:
+    """The seed's rule for what an agent may be given: active, not expired, and at or above
+    the project's minimum confidence. Selection and context assembly both apply it."""
+    return memories.filter(
         Q(expires_at__isnull=True) | Q(expires_at__gt=now),
         active=True,
-        confidence__gte=project.policy.min_confidence,
+        confidence__gte=policy.min_confidence,
+    )
+
+
+def usable_memories(*, project: Project, now: datetime | None = None) -> QuerySet[Memory]:
+    """A project's usable memories: its own and the global ones."""
+    return only_usable(
+        Memory.objects.filter(Q(project=project, scope=Scope.PROJECT) | Q(scope=Scope.GLOBAL)),
+        policy=project.policy,
+        now=now or timezone.now(),
     )
 
 
