@@ -10,13 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from assembly.budget import DEFAULT_SHARES, Share, allocate
 from assembly.render import memory_line, render_section
 from assembly.tokens import count_tokens
 
-Lod = Literal["macro", "micro", "atomic", "adaptive"]
 LODS: tuple[str, ...] = ("macro", "micro", "atomic", "adaptive")
 MICRO_WORDS = 40
 

@@ -9,7 +9,6 @@ size replaces that project.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
 import sys
@@ -93,8 +92,7 @@ def main(size: int) -> None:
                 copy.write_row(memory_row(rng, project.pk, now, encoding))
         cursor.execute("ANALYZE project_memories")
     print(f"seeded {slug}: {size} memories in {time.perf_counter() - started:.1f} s")
-    digest = hashlib.sha256(slug.encode()).hexdigest()[:8]
-    print(f"project id {project.pk} ({digest})")
+    print(f"project id {project.pk}")
 
 
 if __name__ == "__main__":
