@@ -23,8 +23,8 @@ from assembly.sources import SOURCES, SourceResult, fetch, within_deadline
 from assembly.tokens import SUPPORTED_ENCODINGS, count_tokens
 from memories import services as memory_services
 from memories.actors import Actor
-from memories.models import Memory, Project, Run, Scope
-from memories.selectors import tag_match_expression
+from memories.candidates import fetch_dicts, left_out_query
+from memories.models import Memory, Project, Run
 from memories.text import clean_write_scope
 
 FORMATS = ("section", "prompt")
@@ -272,17 +272,13 @@ def _coverage(results: Sequence[SourceResult], packed: Packed) -> dict[str, Any]
 
 def _excluded(project: Project, write_scope: list[str], now: Any) -> list[dict[str, Any]]:
     """Active memories of the project that match the task but the rules leave out, with why."""
-    policy = project.policy
-    left_out = (
-        Memory.objects.filter(project=project, scope=Scope.PROJECT, active=True)
-        .exclude(confidence__gte=policy.min_confidence, expires_at__isnull=True)
-        .exclude(confidence__gte=policy.min_confidence, expires_at__gt=now)
-        .alias(tag_match=tag_match_expression(write_scope))
-        .filter(tag_match=True)
-        .order_by("-confidence", "id")
-        .values("id", "confidence", "expires_at")[:EXCLUDED_SHOWN]
+    sql, params = left_out_query(
+        project_id=project.pk,
+        write_scope=write_scope,
+        min_confidence=project.policy.min_confidence,
+        now=now,
+        limit=EXCLUDED_SHOWN,
     )
-    rows = list(left_out)
     return [
         {
             "id": row["id"],
@@ -291,5 +287,5 @@ def _excluded(project: Project, write_scope: list[str], now: Any) -> list[dict[s
             if row["expires_at"] is not None and row["expires_at"] <= now
             else "below_confidence",
         }
-        for row in rows
+        for row in fetch_dicts(sql, params)
     ]

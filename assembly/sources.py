@@ -10,13 +10,17 @@ from datetime import datetime
 from typing import TypeVar
 
 from django.db import OperationalError, connection, transaction
-from django.db.models import F, FloatField, QuerySet, Value
-from django.db.models.expressions import RawSQL
-from django.db.models.functions import Cast
 
 from assembly.packing import Candidate, recency
-from memories.models import Memory, Project, Run, Scope
-from memories.selectors import only_usable, tag_match_expression
+from memories.candidates import (
+    Source,
+    candidate_query,
+    fetch_dicts,
+    global_source,
+    project_source,
+    run_source,
+)
+from memories.models import Project, Run
 
 SOURCES = ("run", "project", "global")
 T = TypeVar("T")
@@ -34,23 +38,17 @@ class SourceResult:
     latency_ms: float = 0.0
 
 
-def source_queryset(
-    source: str, *, project: Project, run: Run | None, now: datetime
-) -> QuerySet[Memory] | None:
-    policy = project.policy
+def candidate_source(source: str, *, project: Project, run: Run | None) -> Source | None:
     if source == "project":
-        return only_usable(
-            Memory.objects.filter(project=project, scope=Scope.PROJECT), policy=policy, now=now
-        )
+        return project_source(project.pk)
     if source == "global":
-        return only_usable(Memory.objects.filter(scope=Scope.GLOBAL), policy=policy, now=now)
+        return global_source()
     if source == "run" and run is not None:
-        return only_usable(
-            Memory.objects.filter(project=project, scope=Scope.RUN, source_run=run),
-            policy=policy,
-            now=now,
-        )
+        return run_source(project.pk, run.pk)
     return None
+
+
+_COLUMNS = "m.id, m.type, m.content, m.summary, m.confidence, m.relevance_score, m.created_at"
 
 
 def fetch(
@@ -64,38 +62,24 @@ def fetch(
     timeout_ms: int,
     now: datetime,
 ) -> SourceResult:
-    """The best candidates of one source, ranked in SQL: write-scope matches first, then
-    matches of the intent, then confidence x relevance; at most a bounded number of rows."""
-    queryset = source_queryset(source, project=project, run=run, now=now)
-    if queryset is None:
+    """The best candidates of one source, ranked in SQL (memories.candidates): write-scope
+    matches first, then matches of the intent, then confidence x relevance; at most a
+    bounded number of rows, read through indexes whatever the project's size."""
+    described = candidate_source(source, project=project, run=run)
+    if described is None:
         return SourceResult(source, [])
     policy = project.policy
-    text_rank: RawSQL | Cast
-    if intent.strip():
-        # Any word of the intent counts (OR of its stemmed lexemes); ts_rank_cd weighs how
-        # many and how close. Normalisation 32: rank / (rank + 1), a value in [0, 1).
-        text_rank = RawSQL(
-            "ts_rank_cd(project_memories.search_vector,"
-            " replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery, 32)",
-            (intent,),
-            output_field=FloatField(),
-        )
-    else:
-        text_rank = Cast(Value(0.0), FloatField())
-    rows = (
-        queryset.annotate(
-            tag_match=tag_match_expression(write_scope),
-            text_rank=text_rank,
-            quality=F("confidence") * F("relevance_score"),
-        )
-        .order_by(F("tag_match").desc(), F("text_rank").desc(), F("quality").desc(), "id")
-        .values(
-            "id", "type", "content", "summary", "confidence", "relevance_score",
-            "created_at", "tag_match", "text_rank",
-        )[: max(MIN_CANDIDATES, limit * CANDIDATES_PER_LIMIT)]
-    )  # fmt: skip
+    sql, params = candidate_query(
+        [described],
+        write_scope=write_scope,
+        intent=intent,
+        size=max(MIN_CANDIDATES, limit * CANDIDATES_PER_LIMIT),
+        min_confidence=policy.min_confidence,
+        now=now,
+        columns=_COLUMNS,
+    )
     started = _clock()
-    found = within_deadline(lambda: list(rows), timeout_ms)
+    found = within_deadline(lambda: fetch_dicts(sql, params), timeout_ms)
     if found is None:
         return SourceResult(source, [], timed_out=True, latency_ms=_clock() - started)
     half_life = policy.recency_half_life_days

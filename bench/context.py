@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.seed import AREAS, FILES, INTENTS  # noqa: E402
+from bench.seed import FILES, INTENTS, areas  # noqa: E402
 
 PORT = int(os.environ.get("BENCH_PORT", "8799"))
 
@@ -76,10 +76,10 @@ def stop_server(server: subprocess.Popen) -> None:
     server.wait(timeout=30)
 
 
-def request_body(rng: random.Random, repeat: bool) -> bytes:
+def request_body(rng: random.Random, names: list[str], repeat: bool) -> bytes:
     if repeat:  # cache on: agents asking again for the same task
         rng = random.Random(rng.randint(0, 9))
-    area = rng.choice(AREAS)
+    area = rng.choice(names)
     return json.dumps(
         {
             "writeScope": [f"src/{area}/{rng.choice(FILES)}.py"],
@@ -91,6 +91,7 @@ def request_body(rng: random.Random, repeat: bool) -> bytes:
 
 
 def load(size: int, token: str, seconds: float, concurrency: int, repeat: bool) -> dict:
+    names = areas(size)
     latencies: list[float] = []
     errors = 0
     timeouts = 0
@@ -106,7 +107,7 @@ def load(size: int, token: str, seconds: float, concurrency: int, repeat: bool) 
         failed = 0
         late = 0
         while time.perf_counter() < deadline:
-            body = request_body(rng, repeat)
+            body = request_body(rng, names, repeat)
             started = time.perf_counter()
             connection.request("POST", f"/api/projects/bench-{size}/context", body, headers)
             response = connection.getresponse()

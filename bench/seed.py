@@ -28,7 +28,7 @@ from django.db import connection  # noqa: E402
 from assembly.tokens import get_encoding  # noqa: E402
 from memories import services  # noqa: E402
 from memories.models import Project  # noqa: E402
-from memories.tags import tag_patterns  # noqa: E402
+from memories.tags import tag_keys, tag_patterns  # noqa: E402
 from memories.text import content_hash, summarize  # noqa: E402
 
 AREAS = ["core", "api", "auth", "billing", "search", "importers", "invoices", "ledger", "ops", "ui"]
@@ -43,18 +43,28 @@ ACTIONS = ["run the full test suite", "batch large updates", "lock the row first
 REASONS = ["because the events table is huge", "or production pages at night",
            "since the last outage came from this", "as the reviewers asked",
            "to keep the p95 under budget", "when the importer sees Excel files"]  # fmt: skip
-INTENTS = ["speed up the invoice list", "fix the flaky checkout test", "add a billing migration",
-           "rotate API tokens", "import bank statements", "cache the search results"]  # fmt: skip
+INTENTS = ["add an index to speed up the invoice list", "fix the flaky test in the checkout",
+           "write a migration for the ledger", "retry the importer with backoff",
+           "store the times in UTC", "check permissions before the export",
+           "invalidate the cache after an update", "batch the nightly updates"]  # fmt: skip
 
 
-def sentence(rng: random.Random) -> str:
-    area = rng.choice(AREAS)
+def areas(size: int) -> list[str]:
+    """Code areas of a project of ``size`` memories: about 500 memories per area, as in a
+    code base that grows with its memory (10 areas at 10,000, 2,000 at 1,000,000)."""
+    count = max(len(AREAS), size // 500)
+    return [f"{AREAS[i % len(AREAS)]}{i // len(AREAS) or ''}" for i in range(count)]
+
+
+def sentence(rng: random.Random, area: str) -> str:
     return f"{rng.choice(VERBS)} {rng.choice(ACTIONS)} in src/{area}/ {rng.choice(REASONS)}."
 
 
-def memory_row(rng: random.Random, project_id: int, now: datetime, encoding) -> tuple:
-    content = " ".join(sentence(rng) for _ in range(rng.randint(1, 5)))
-    area = rng.choice(AREAS)
+def memory_row(
+    rng: random.Random, project_id: int, now: datetime, encoding, names: list[str]
+) -> tuple:
+    area = rng.choice(names)
+    content = " ".join(sentence(rng, area) for _ in range(rng.randint(1, 5)))
     tags = rng.sample(
         [f"src/{area}/**", f"src/{area}/{rng.choice(FILES)}.py", rng.choice(KEYWORDS), area], 2
     )
@@ -65,10 +75,14 @@ def memory_row(rng: random.Random, project_id: int, now: datetime, encoding) -> 
     expires = None if kind == "pattern" else created + timedelta(days=rng.randint(30, 400))
     return (
         project_id, "project", kind, content, summarize(content), source, tags, tag_patterns(tags),
+        tag_keys(tags),
         round(rng.uniform(0.2, 1.0), 3), confidence, rng.random() > 0.1, expires, "pending",
         False, rng.choice(["hot", "warm", "cold"]), len(encoding.encode(content)),
         rng.randint(0, 50), content_hash(content), created, created,
     )  # fmt: skip
+
+
+REBUILD_FROM = 100_000
 
 
 def main(size: int) -> None:
@@ -80,17 +94,33 @@ def main(size: int) -> None:
     now = datetime.now(UTC)
     started = time.perf_counter()
     columns = (
-        "project_id, scope, type, content, summary, source, tags, tag_patterns, relevance_score,"
+        "project_id, scope, type, content, summary, source, tags, tag_patterns, tag_keys,"
+        " relevance_score,"
         " confidence, active, expires_at, review_status, pinned, tier, token_count, access_count,"
         " content_hash, created_at, updated_at"
     )
+    names = areas(size)
     with connection.cursor() as cursor:
+        # Loading a large project is faster with the GIN indexes built once afterwards.
+        rebuilt = size >= REBUILD_FROM
+        if rebuilt:
+            cursor.execute(
+                "SELECT indexname, indexdef FROM pg_indexes"
+                " WHERE tablename = 'project_memories' AND indexdef LIKE '%USING gin%'"
+            )
+            gin_indexes = cursor.fetchall()
+            for name, _ in gin_indexes:
+                cursor.execute(f'DROP INDEX "{name}"')
         with cursor.connection.cursor().copy(
             f"COPY project_memories ({columns}) FROM STDIN"
         ) as copy:
             for _ in range(size):
-                copy.write_row(memory_row(rng, project.pk, now, encoding))
-        cursor.execute("ANALYZE project_memories")
+                copy.write_row(memory_row(rng, project.pk, now, encoding, names))
+        if rebuilt:
+            cursor.execute("SET maintenance_work_mem = '1GB'")
+            for _, definition in gin_indexes:
+                cursor.execute(definition)
+        cursor.execute("VACUUM ANALYZE project_memories")
     print(f"seeded {slug}: {size} memories in {time.perf_counter() - started:.1f} s")
     print(f"project id {project.pk}")
 

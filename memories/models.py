@@ -8,8 +8,8 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import F, Q
-from django.db.models.functions import Length
+from django.db.models import F, Func, Q, Value
+from django.db.models.functions import Cast, Coalesce, Length
 from django.db.models.lookups import LessThanOrEqual
 
 # The database's bound on content; the configurable limit (MEMORY_CONTENT_MAX_CHARS) is lower.
@@ -201,6 +201,8 @@ class Memory(models.Model):
     tags = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     # Anchored regexes of the tags (memories.tags), kept by the services beside the tags.
     tag_patterns = ArrayField(models.TextField(), default=list, blank=True, editable=False)
+    # Literal keys of the tags (memories.tags.tag_keys), kept by the services beside the tags.
+    tag_keys = ArrayField(models.TextField(), default=list, blank=True, editable=False)
     relevance_score = models.FloatField(default=0.5, validators=UNIT_INTERVAL)
     confidence = models.FloatField(validators=UNIT_INTERVAL)
     active = models.BooleanField(default=True)
@@ -225,6 +227,20 @@ class Memory(models.Model):
     search_vector = models.GeneratedField(
         expression=SearchVector("content", config="english"),
         output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    # What the assembly looks candidates up by, in one GIN index: the tag keys and the
+    # content's lexemes, each prefixed with the owner (the project id, or "g" for global
+    # memories) so that a lookup reads only its own project's postings.
+    match_keys = models.GeneratedField(
+        expression=Func(
+            Coalesce(Cast("project_id", models.TextField()), Value("g")),
+            F("tag_keys"),
+            F("content"),
+            function="memory_match_keys",
+            output_field=ArrayField(models.TextField()),
+        ),
+        output_field=ArrayField(models.TextField()),
         db_persist=True,
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -296,16 +312,12 @@ class Memory(models.Model):
                 condition=Q(active=True, expires_at__isnull=False),
                 name="memory_expiry_idx",
             ),
-            # Decay and eviction: least recently used active memories of a project.
-            models.Index(
-                fields=["project", "last_accessed_at"],
-                condition=Q(active=True),
-                name="memory_lru_idx",
-            ),
             # Dedup and consolidation.
             models.Index(fields=["project", "type", "content_hash"], name="memory_hash_idx"),
             GinIndex(fields=["tags"], name="memory_tags_gin"),
             GinIndex(fields=["search_vector"], name="memory_search_gin"),
+            # Context assembly: candidates by write-scope key and by intent word.
+            GinIndex(fields=["match_keys"], name="memory_match_keys_gin"),
         ]
 
     def __str__(self) -> str:

@@ -42,7 +42,7 @@ from memories.models import (
     Scope,
     Source,
 )
-from memories.tags import tag_patterns
+from memories.tags import tag_keys, tag_patterns
 from memories.text import (
     clean_content,
     clean_tags,
@@ -60,7 +60,7 @@ CONFIDENCE_DECIMALS = 6
 BATCH_SIZE = 500
 
 # Fields kept by the services beside the content and tags; not worth a line of history.
-_DERIVED_SILENT = {"tag_patterns", "content_hash"}
+_DERIVED_SILENT = {"tag_patterns", "tag_keys", "content_hash"}
 
 
 class Conflict(Exception):
@@ -118,7 +118,7 @@ def _content_fields(content: object, *, summary: object = None) -> dict[str, Any
 
 def _tag_fields(tags: object) -> dict[str, Any]:
     cleaned = clean_tags(tags)
-    return {"tags": cleaned, "tag_patterns": tag_patterns(cleaned)}
+    return {"tags": cleaned, "tag_patterns": tag_patterns(cleaned), "tag_keys": tag_keys(cleaned)}
 
 
 def default_expiry(
@@ -202,7 +202,7 @@ def memory_create(
         **_content_fields(content, summary=summary),
         **_tag_fields(tags),
     )
-    memory.full_clean(exclude=["search_vector"], validate_constraints=False)
+    memory.full_clean(exclude=["search_vector", "match_keys"], validate_constraints=False)
     memory.save()
     assembly_cache.invalidate([memory.project_id])
     MemoryEvent.objects.create(
@@ -260,7 +260,7 @@ def _change_memories(
         memories = list(
             Memory.objects.select_for_update(of=("self",))
             .filter(id__in=ids)
-            .defer("search_vector")
+            .defer("search_vector", "match_keys")
             .order_by("id")
         )
         found = {memory.pk for memory in memories}
@@ -298,7 +298,7 @@ def _change_memories(
             if "content" in written:
                 written |= {"summary", "token_count", "content_hash"}
             if "tags" in written:
-                written.add("tag_patterns")
+                written |= {"tag_patterns", "tag_keys"}
             Memory.objects.bulk_update(
                 result.changed, sorted(written | {"updated_at"}), batch_size=BATCH_SIZE
             )
@@ -492,7 +492,7 @@ def memories_delete(*, memory_ids: Iterable[int], actor: Actor, reason: str = ""
     memories = list(
         Memory.objects.select_for_update(of=("self",))
         .filter(id__in=sorted(set(memory_ids)))
-        .defer("search_vector")
+        .defer("search_vector", "match_keys")
         .order_by("id")
     )
     MemoryEvent.objects.bulk_create(

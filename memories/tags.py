@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 _WILDCARDS = frozenset("*?")
 _REGEX_SPECIAL = frozenset(".^$+(){}|\\[]*?")
@@ -99,3 +100,92 @@ def tag_matches_scope(tag: str, write_scope: Iterable[str]) -> bool:
     if any(tag_regex.search(entry) for entry in scope):
         return True
     return any(re.search(pattern, tag) for pattern in scope_patterns(scope))
+
+
+# --- match keys: the rule above, looked up through an index ----------------------------------
+#
+# Each memory stores literal keys derived from its tags; a write scope yields probe keys of
+# two kinds. An **exact** probe key that a memory has proves a match: keywords (``kw:``),
+# plain paths (``path:``), directory globs like ``src/core/**`` (``tree:``) and, for a
+# scope glob of that form, the directories the tags name (``lit:``). A **candidate** probe
+# key only narrows the search (``dir:`` for other tag globs, ``lit:`` for other scope globs):
+# the exact regexes decide. Whenever a tag matches a scope entry, one of the tag's keys is
+# among the entry's probe keys, so a GIN index on the keys finds every match. A scope glob
+# with no literal directory (``*.py``, ``**/x``) can match any tag: ``probe_keys`` then
+# reports the scope as unanchored, and only the regexes can tell.
+
+
+@dataclass(frozen=True)
+class Probe:
+    exact: list[str]
+    candidate: list[str]
+    anchored: bool
+
+
+def _glob_directory(pattern: str) -> str:
+    """The literal directory a glob's matches all start with (``src/a/`` for ``src/a/*.py``)."""
+    first = min((pattern.index(ch) for ch in _WILDCARDS if ch in pattern), default=len(pattern))
+    literal = pattern[:first]
+    return literal[: literal.rfind("/") + 1]
+
+
+def _tree_root(pattern: str) -> str | None:
+    """``src/core/`` for ``src/core/**`` or ``src/core/``: everything below a literal directory."""
+    root = pattern[:-2] if pattern.endswith("/**") else pattern
+    if root.endswith("/") and not is_glob(root):
+        return root
+    return None
+
+
+def _normalized(pattern: str) -> str:
+    pattern = pattern.strip()
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    return pattern
+
+
+def tag_keys(tags: Iterable[str]) -> list[str]:
+    keys: set[str] = set()
+    for tag in tags:
+        if not is_path_pattern(tag):
+            keys.add("kw:" + tag.strip().lower())
+            continue
+        pattern = _normalized(tag)
+        tree = _tree_root(pattern)
+        if tree is not None:
+            keys.add("tree:" + tree)
+        elif is_glob(pattern):
+            keys.add("dir:" + _glob_directory(pattern))
+        else:
+            keys.add("path:" + pattern)
+        # A scope glob is matched against the tag as written: key each directory it names.
+        keys.update("lit:" + tag[: i + 1] for i, ch in enumerate(tag) if ch == "/")
+    return sorted(keys)
+
+
+def probe_keys(write_scope: Iterable[str]) -> Probe:
+    """The keys to look memories up by for ``write_scope`` (see above)."""
+    exact: set[str] = set()
+    candidate: set[str] = {"dir:"}
+    anchored = True
+    for entry in write_scope:
+        for i, ch in enumerate(entry):
+            if ch == "/":
+                exact.add("path:" + entry[:i])
+                exact.add("tree:" + entry[: i + 1])
+                candidate.add("dir:" + entry[: i + 1])
+        exact.add("path:" + entry)
+        for segment in entry.lower().split("/"):
+            exact.add("kw:" + segment)
+            exact.update("kw:" + segment[:j] for j, ch in enumerate(segment) if ch == ".")
+        if is_glob(entry):
+            pattern = _normalized(entry)
+            tree = _tree_root(pattern)
+            directory = _glob_directory(pattern)
+            if tree is not None:
+                exact.add("lit:" + tree)
+            elif directory:
+                candidate.add("lit:" + directory)
+            else:
+                anchored = False
+    return Probe(sorted(exact), sorted(candidate - exact), anchored)

@@ -41,7 +41,7 @@ def project_memory_or_404(project: Project, memory_id: int) -> Memory:
         Memory.objects.filter(project=project, pk=memory_id)
         .exclude(scope=Scope.GLOBAL)
         .select_related("approved_by")
-        .defer("search_vector")
+        .defer("search_vector", "match_keys")
         .first()
     )
     if memory is None:
@@ -53,7 +53,7 @@ def global_memory_or_404(memory_id: int) -> Memory:
     memory = (
         Memory.objects.filter(scope=Scope.GLOBAL, pk=memory_id)
         .select_related("approved_by")
-        .defer("search_vector")
+        .defer("search_vector", "match_keys")
         .first()
     )
     if memory is None:

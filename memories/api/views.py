@@ -73,7 +73,7 @@ def _memories(project: Project) -> QuerySet[Memory]:
         Memory.objects.filter(project=project)
         .exclude(scope=Scope.GLOBAL)
         .select_related("approved_by")
-        .defer("search_vector")
+        .defer("search_vector", "match_keys")
     )
 
 
@@ -354,7 +354,7 @@ class GlobalMemories(generics.GenericAPIView):
         return (
             Memory.objects.filter(scope=Scope.GLOBAL)
             .select_related("approved_by")
-            .defer("search_vector")
+            .defer("search_vector", "match_keys")
         )
 
     @extend_schema(

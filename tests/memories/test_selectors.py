@@ -6,12 +6,14 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memories import services
 from memories.actors import Actor
 from memories.models import Memory
 from memories.selectors import memories_for_task
-from memories.tags import tag_matches_scope
+from memories.tags import probe_keys, tag_keys, tag_matches_scope
 
 pytestmark = pytest.mark.django_db
 
@@ -59,6 +61,59 @@ def test_glob_rule_in_the_selection_query(project, make_memory, tag, entry, expe
     make_memory(project=project, tags=[tag])
     (selected,) = memories_for_task(project=project, write_scope=[entry])
     assert selected.tag_match is expected
+
+
+@pytest.mark.parametrize(("tag", "entry", "expected"), GLOB_CASES)
+def test_the_match_key_index_finds_every_match(project, make_memory, tag, entry, expected):
+    """A better memory without tags is what confidence alone would pick; only the write-scope
+    lookup through the match keys can put the tagged one first."""
+    decoy = make_memory(project=project, source="human", relevance_score=1.0)
+    tagged = make_memory(project=project, tags=[tag], relevance_score=0.1)
+    (selected,) = memories_for_task(project=project, write_scope=[entry], limit=1)
+    assert selected.pk == (tagged.pk if expected else decoy.pk)
+
+
+path_segment = st.text(alphabet="abAB.-_*?", min_size=1, max_size=4)
+path = st.lists(path_segment, min_size=1, max_size=4).map("/".join)
+tag_strategy = st.one_of(
+    path,
+    path.map(lambda value: value + "/"),
+    path.map(lambda value: "./" + value),
+    st.text(alphabet="abAB.-_", min_size=1, max_size=6),
+)
+
+
+@given(tag=tag_strategy, entry=st.one_of(path, tag_strategy))
+@settings(max_examples=1000, deadline=None)
+def test_match_keys_find_every_match_and_exact_keys_prove_one(tag, entry):
+    probe = probe_keys([entry])
+    keys = set(tag_keys([tag]))
+    matches = tag_matches_scope(tag, [entry])
+    if matches and probe.anchored:
+        assert keys & set(probe.exact + probe.candidate), (tag, entry)
+    if keys & set(probe.exact):
+        assert matches, (tag, entry)
+
+
+def test_match_keys_are_stored_per_owner_and_follow_the_content(project, make_memory, reviewer):
+    memory = make_memory(project=project, tags=["Auth"], content="Rotate the tokens")
+    stored = Memory.objects.values_list("match_keys", flat=True).get(pk=memory.pk)
+    assert set(stored) == {
+        f"{project.pk}:kw:auth",
+        f"{project.pk}:w:rotat",
+        f"{project.pk}:w:token",
+    }
+    services.memory_update(
+        memory=memory, actor=Actor.for_user(reviewer), content="Cache results", tags=["src/a/"]
+    )
+    stored = Memory.objects.values_list("match_keys", flat=True).get(pk=memory.pk)
+    assert set(stored) == {
+        f"{project.pk}:tree:src/a/",
+        f"{project.pk}:lit:src/",
+        f"{project.pk}:lit:src/a/",
+        f"{project.pk}:w:cach",
+        f"{project.pk}:w:result",
+    }
 
 
 def test_selection_keeps_only_usable_memories(project, other_project, make_memory):
