@@ -36,6 +36,28 @@ def django_setup() -> None:
     django.setup()
 
 
+def database_settings() -> str:
+    """What the figures depend on: the server's shared buffers, after loading the memories
+    table and its indexes into them when pg_prewarm is available (steady state, not the
+    first minutes after a restart)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_available_extensions WHERE name = 'pg_prewarm'")
+        if cursor.fetchone()[0]:
+            cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            cursor.execute(
+                "SELECT sum(pg_prewarm(indexrelid)) FROM pg_index"
+                " WHERE indrelid = 'project_memories'::regclass"
+            )
+            cursor.execute("SELECT pg_prewarm('project_memories')")
+        cursor.execute("SHOW shared_buffers")
+        buffers = cursor.fetchone()[0]
+        cursor.execute("SELECT pg_size_pretty(pg_total_relation_size('project_memories'))")
+        size = cursor.fetchone()[0]
+    return f"shared_buffers {buffers}; memories table with indexes {size}"
+
+
 def api_key(size: int) -> str:
     from memories import services
     from memories.models import Project
@@ -54,6 +76,8 @@ def start_server(workers: int, cache_seconds: int) -> subprocess.Popen:
         "ASSEMBLY_CACHE_SECONDS": str(cache_seconds),
         "LOG_LEVEL": "WARNING",
         "DB_CONN_MAX_AGE": "600",
+        # The assembly cache in Redis, as in production (the default is a file cache).
+        "CACHE_URL": os.environ.get("CACHE_URL", "redis://127.0.0.1:6379/15"),
     }
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "config.wsgi", "--workers", str(workers),
@@ -144,13 +168,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument(
+        "--concurrency",
+        default="1,8",
+        help="agents at once, comma-separated: 1 shows latency alone, more the throughput",
+    )
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument(
         "--time-budget-ms", type=int, default=500, help="the server's ASSEMBLY_TIME_BUDGET_MS"
     )
     args = parser.parse_args()
     django_setup()
+    described = database_settings()
     rows = []
     for cache_seconds, label in [(0, "off"), (300, "on")]:
         os.environ["ASSEMBLY_TIME_BUDGET_MS"] = str(args.time_budget_ms)
@@ -158,19 +187,22 @@ def main() -> None:
         try:
             for size in (int(s) for s in args.sizes.split(",")):
                 token = api_key(size)
-                load(size, token, 2, args.concurrency, cache_seconds > 0)  # warm up
-                result = load(size, token, args.seconds, args.concurrency, cache_seconds > 0)
-                rows.append((size, label, result))
+                for agents in (int(c) for c in args.concurrency.split(",")):
+                    load(size, token, 2, agents, cache_seconds > 0)  # warm up
+                    result = load(size, token, args.seconds, agents, cache_seconds > 0)
+                    rows.append((size, label, agents, result))
         finally:
             stop_server(server)
+    print(f"PostgreSQL: {described}; {args.workers} gunicorn workers")
     print(
-        "| memories | cache | requests | errors | source timeouts "
+        "| memories | cache | agents | requests | errors | source timeouts "
         "| p50 ms | p95 ms | p99 ms | req/s |"
     )
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
-    for size, label, r in rows:
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for size, label, agents, r in rows:
         print(
-            f"| {size:,} | {label} | {r['requests']} | {r['errors']} | {r['timeouts']} | "
+            f"| {size:,} | {label} | {agents} | {r['requests']} | {r['errors']} "
+            f"| {r['timeouts']} | "
             f"{r['p50']:.1f} | {r['p95']:.1f} | {r['p99']:.1f} | {r['rps']:.0f} |"
         )
 

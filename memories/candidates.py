@@ -21,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
+import psycopg
 from django.db import connection
 
 from memories.tags import Probe, probe_keys, scope_patterns
@@ -186,7 +187,13 @@ def candidate_query(
 
 
 def fetch_dicts(sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    with connection.cursor() as cursor:
+    """Run a statement with server-side parameters, so that psycopg prepares it once it has
+    run a few times on the connection (its text depends only on the request's shape: the
+    sources, an intent or not, an anchored scope or not); logged like any query."""
+    connection.ensure_connection()
+    raw = psycopg.Cursor(connection.connection)
+    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
+    with wrap(cast(Any, raw)) as cursor:
         cursor.execute(sql, params)
         names = [column.name for column in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
