@@ -44,9 +44,7 @@ def _escape(ch: str) -> str:
 
 def glob_to_regex(pattern: str) -> str:
     """An anchored regex for a path glob (``*``, ``?``, ``**``)."""
-    pattern = pattern.strip()
-    while pattern.startswith("./"):
-        pattern = pattern[2:]
+    pattern = _normalized(pattern)
     if pattern.endswith("/"):
         pattern += "**"
     parts: list[str] = []
