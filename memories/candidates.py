@@ -39,10 +39,9 @@ COMMON_WORD_ROWS = 2000
 
 @dataclass(frozen=True)
 class Source:
-    """One source of memories: a name for the result, the owner prefix of its match keys
-    (a project id, or "g" for global memories), and the SQL condition that selects it."""
+    """One source of memories: the owner prefix of its match keys (a project id, or "g" for
+    global memories), and the SQL condition that selects it."""
 
-    name: str
     owner: str
     condition: str
     params: dict[str, Any] = field(default_factory=dict)
@@ -50,7 +49,6 @@ class Source:
 
 def project_source(project_id: int) -> Source:
     return Source(
-        "project",
         str(project_id),
         "m.project_id = %(project_id)s AND m.scope = 'project'",
         {"project_id": project_id},
@@ -58,12 +56,11 @@ def project_source(project_id: int) -> Source:
 
 
 def global_source() -> Source:
-    return Source("global", "g", "m.project_id IS NULL AND m.scope = 'global'")
+    return Source("g", "m.project_id IS NULL AND m.scope = 'global'")
 
 
 def run_source(project_id: int, run_id: int) -> Source:
     return Source(
-        "run",
         str(project_id),
         "m.project_id = %(project_id)s AND m.scope = 'run' AND m.source_run_id = %(run_id)s",
         {"project_id": project_id, "run_id": run_id},
@@ -119,6 +116,17 @@ def _tag_match(i: int, probe: Probe) -> str:
     return f"(m.match_keys && %(exact_{i})s::text[] OR {SCOPE_MATCH})"
 
 
+def _scope_lookup(i: int, source: Source, probe: Probe) -> tuple[str, dict[str, Any]]:
+    """The index condition finding source ``i``'s write-scope matches, and its parameters."""
+    params = {
+        f"exact_{i}": [f"{source.owner}:{key}" for key in probe.exact],
+        f"candidate_{i}": [f"{source.owner}:{key}" for key in probe.candidate],
+    }
+    if not probe.anchored:
+        return "", params
+    return f" AND m.match_keys && (%(exact_{i})s::text[] || %(candidate_{i})s::text[])", params
+
+
 def candidate_query(
     sources: Sequence[Source],
     *,
@@ -149,16 +157,11 @@ def candidate_query(
     for i, source in enumerate(sources):
         params.update(source.params)
         params[f"owner_{i}"] = source.owner
-        params[f"exact_{i}"] = [f"{source.owner}:{key}" for key in probe.exact]
-        params[f"candidate_{i}"] = [f"{source.owner}:{key}" for key in probe.candidate]
+        lookup, lookup_params = _scope_lookup(i, source, probe)
+        params.update(lookup_params)
         where = f"{source.condition} AND {_USABLE}"
         tag_match = _tag_match(i, probe)
         select = f"SELECT m.id, {i} AS source, {tag_match} AS tag_match FROM project_memories m"
-        lookup = (
-            f" AND m.match_keys && (%(exact_{i})s::text[] || %(candidate_{i})s::text[])"
-            if probe.anchored
-            else ""
-        )
         branches.append(f"({select} WHERE {where}{lookup} AND {tag_match} LIMIT {SCOPE_POOL})")
         if with_intent:
             ctes.append(f"words_{i} AS ({_WORDS.format(i=i)})")
@@ -206,21 +209,17 @@ def left_out_query(
     (expired, or below the minimum confidence), most confident first."""
     scope = [entry for entry in write_scope if entry]
     probe = probe_keys(scope)
-    lookup = (
-        " AND m.match_keys && (%(exact_0)s::text[] || %(candidate_0)s::text[])"
-        if probe.anchored
-        else ""
-    )
+    source = project_source(project_id)
+    lookup, lookup_params = _scope_lookup(0, source, probe)
     sql = (
         "SELECT m.id, m.confidence, m.expires_at FROM project_memories m"
-        " WHERE m.project_id = %(project_id)s AND m.scope = 'project' AND m.active"
-        f" AND NOT ({_USABLE}){lookup} AND {_tag_match(0, probe)}"
+        f" WHERE {source.condition} AND m.active AND NOT ({_USABLE}){lookup}"
+        f" AND {_tag_match(0, probe)}"
         " ORDER BY m.confidence DESC, m.id LIMIT %(limit)s"
     )
     return sql, {
-        "project_id": project_id,
-        "exact_0": [f"{project_id}:{key}" for key in probe.exact],
-        "candidate_0": [f"{project_id}:{key}" for key in probe.candidate],
+        **source.params,
+        **lookup_params,
         "scope": scope,
         "scope_globs": scope_patterns(scope),
         "now": now,
