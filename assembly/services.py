@@ -19,11 +19,10 @@ from assembly import cache
 from assembly.budget import Share
 from assembly.packing import LODS, Packed, Weights, pack, rank
 from assembly.render import PROMPT_PARTS, render_prompt
-from assembly.sources import SOURCES, SourceResult, fetch, within_deadline
+from assembly.sources import SOURCES, SourceResult, fetch
 from assembly.tokens import SUPPORTED_ENCODINGS, count_tokens
 from memories import services as memory_services
 from memories.actors import Actor
-from memories.candidates import fetch_dicts, left_out_query
 from memories.models import Memory, Project, Run
 from memories.text import clean_write_scope
 
@@ -163,6 +162,7 @@ def _assemble(
                 limit=limit,
                 timeout_ms=int(remaining),
                 now=now,
+                left_out=EXCLUDED_SHOWN if source == "project" else 0,
             )
         )
     policy = project.policy
@@ -197,10 +197,7 @@ def _assemble(
             warnings.append(
                 {"code": "SOURCE_TIMEOUT", "message": f"The {r.source} source was too slow."}
             )
-    excluded: list[dict[str, Any]] = []
-    remaining = time_budget - (time.perf_counter() - started) * 1000
-    if "project" in request.sources and remaining >= 1:
-        excluded = within_deadline(lambda: _excluded(project, write_scope, now), remaining) or []
+    excluded = [_excluded(row) for r in results for row in r.left_out]
     return {
         "text": packed.text,
         "items": _items(packed),
@@ -270,22 +267,7 @@ def _coverage(results: Sequence[SourceResult], packed: Packed) -> dict[str, Any]
     return coverage
 
 
-def _excluded(project: Project, write_scope: list[str], now: Any) -> list[dict[str, Any]]:
-    """Active memories of the project that match the task but the rules leave out, with why."""
-    sql, params = left_out_query(
-        project_id=project.pk,
-        write_scope=write_scope,
-        min_confidence=project.policy.min_confidence,
-        now=now,
-        limit=EXCLUDED_SHOWN,
-    )
-    return [
-        {
-            "id": row["id"],
-            "source": "project",
-            "reason": "expired"
-            if row["expires_at"] is not None and row["expires_at"] <= now
-            else "below_confidence",
-        }
-        for row in fetch_dicts(sql, params)
-    ]
+def _excluded(row: dict[str, Any]) -> dict[str, Any]:
+    """A memory that matches the task but that the rules leave out, and why."""
+    reason = "expired" if row["expired"] else "below_confidence"
+    return {"id": row["id"], "source": "project", "reason": reason}

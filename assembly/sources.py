@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
@@ -36,6 +36,8 @@ class SourceResult:
     candidates: list[Candidate]
     timed_out: bool = False
     latency_ms: float = 0.0
+    # Active write-scope matches the usable rule leaves out: (id, confidence, expires_at).
+    left_out: list[dict] = field(default_factory=list)
 
 
 def candidate_source(source: str, *, project: Project, run: Run | None) -> Source | None:
@@ -48,7 +50,12 @@ def candidate_source(source: str, *, project: Project, run: Run | None) -> Sourc
     return None
 
 
-_COLUMNS = "m.id, m.type, m.content, m.summary, m.confidence, m.relevance_score, m.created_at"
+# Ages and expiry come computed (floats and booleans read faster than timestamps).
+_COLUMNS = (
+    "m.id, m.type, m.content, m.summary, m.confidence, m.relevance_score,"
+    " extract(epoch FROM %(now)s - m.created_at)::float8 / 86400 AS age_days,"
+    " coalesce(m.expires_at <= %(now)s, false) AS expired"
+)
 
 
 def fetch(
@@ -61,10 +68,12 @@ def fetch(
     limit: int,
     timeout_ms: int,
     now: datetime,
+    left_out: int = 0,
 ) -> SourceResult:
     """The best candidates of one source, ranked in SQL (memories.candidates): write-scope
     matches first, then matches of the intent, then confidence x relevance; at most a
-    bounded number of rows, read through indexes whatever the project's size."""
+    bounded number of rows, read through indexes whatever the project's size. With
+    ``left_out``, also up to that many write-scope matches the usable rule leaves out."""
     described = candidate_source(source, project=project, run=run)
     if described is None:
         return SourceResult(source, [])
@@ -77,12 +86,14 @@ def fetch(
         min_confidence=policy.min_confidence,
         now=now,
         columns=_COLUMNS,
+        left_out=left_out,
     )
     started = _clock()
     found = within_deadline(lambda: fetch_dicts(sql, params), timeout_ms)
     if found is None:
         return SourceResult(source, [], timed_out=True, latency_ms=_clock() - started)
     half_life = policy.recency_half_life_days
+    usable = [row for row in found if row["usable"]]
     return SourceResult(
         source,
         [
@@ -96,11 +107,14 @@ def fetch(
                 text_relevance=float(row["text_rank"] or 0.0),
                 confidence=row["confidence"],
                 relevance_score=row["relevance_score"],
-                recency=recency((now - row["created_at"]).total_seconds() / 86400, half_life),
+                recency=recency(row["age_days"], half_life),
             )
-            for row in found
+            for row in usable
         ],
         latency_ms=_clock() - started,
+        left_out=sorted(
+            (row for row in found if not row["usable"]), key=lambda r: (-r["confidence"], r["id"])
+        ),
     )
 
 

@@ -18,6 +18,7 @@ through the ORM cost more time than running it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -79,20 +80,47 @@ SCOPE_MATCH = (
     " OR EXISTS (SELECT 1 FROM unnest(m.tags) AS t(tag),"
     " unnest(%(scope_globs)s::text[]) AS g(pattern) WHERE t.tag ~ g.pattern))"
 )
-# The intent's lexemes (stemmed like the stored keys) that the statistics do not call common.
+# The intent's lexemes (stemmed like the stored keys), less the ones the statistics call common.
 _WORDS = """
     SELECT coalesce(array_agg(word), '{{}}') AS words
     FROM unnest(tsvector_to_array(to_tsvector('pg_catalog.english', %(intent)s::text))) AS word
-    WHERE %(owner_{i})s || ':w:' || word NOT IN (
-        SELECT element FROM pg_stats AS stats,
-            unnest(stats.most_common_elems::text::text[], stats.most_common_elem_freqs)
-                AS common(element, frequency)
-        WHERE stats.schemaname = current_schema() AND stats.tablename = 'project_memories'
-            AND stats.attname = 'match_keys' AND element IS NOT NULL
-            AND frequency * (
-                SELECT reltuples FROM pg_class WHERE oid = 'project_memories'::regclass
-            ) > %(common_word_rows)s
-    )"""
+    WHERE %(owner_{i})s || ':w:' || word <> ALL(%(common_{i})s::text[])"""
+# The word keys in more than COMMON_WORD_ROWS rows by ANALYZE's most common elements of
+# match_keys; they change only when the table is analysed, so each process reads them at
+# most every COMMON_WORDS_SECONDS (a statement per request would cost more than it saves).
+_COMMON_WORDS = """
+    SELECT element FROM pg_stats AS stats,
+        unnest(stats.most_common_elems::text::text[], stats.most_common_elem_freqs)
+            AS common(element, frequency)
+    WHERE stats.schemaname = current_schema() AND stats.tablename = 'project_memories'
+        AND stats.attname = 'match_keys' AND element LIKE '%%:w:%%'
+        AND frequency * (
+            SELECT reltuples FROM pg_class WHERE oid = 'project_memories'::regclass
+        ) > %s"""
+COMMON_WORDS_SECONDS = 300.0
+_common_words: dict[str, Any] = {"read_at": None, "by_owner": {}}
+
+
+def common_word_keys(owner: str) -> list[str]:
+    """The word keys of ``owner`` that bring no candidates (see COMMON_WORD_ROWS)."""
+    read_at = _common_words["read_at"]
+    if read_at is None or time.monotonic() - read_at > COMMON_WORDS_SECONDS:
+        by_owner: dict[str, list[str]] = {}
+        with connection.cursor() as cursor:
+            cursor.execute(_COMMON_WORDS, [COMMON_WORD_ROWS])
+            for (key,) in cursor.fetchall():
+                by_owner.setdefault(key.split(":", 1)[0], []).append(key)
+        for keys in by_owner.values():
+            keys.sort()
+        _common_words.update(read_at=time.monotonic(), by_owner=by_owner)
+    return _common_words["by_owner"].get(owner, [])
+
+
+def forget_common_words() -> None:
+    """Read the statistics again at the next request (after ANALYZE, in tests)."""
+    _common_words["read_at"] = None
+
+
 # Any word of the intent counts (an OR of its stemmed lexemes); ts_rank_cd weighs how many
 # and how close; normalisation 32 maps the rank into [0, 1).
 _TEXT_RANK = (
@@ -136,10 +164,17 @@ def candidate_query(
     min_confidence: float,
     now: datetime,
     columns: str,
+    left_out: int = 0,
 ) -> tuple[str, dict[str, Any]]:
     """SQL and parameters of the ranked candidates; ``columns`` of ``m`` (the memory) to
-    return besides ``source`` (the index of its source), ``tag_match``, ``text_rank`` and
-    ``quality``."""
+    return besides ``source`` (the index of its source), ``tag_match``, ``text_rank``,
+    ``quality`` and ``usable``.
+
+    With ``left_out``, the same statement also returns, with ``usable`` false and in no
+    particular order, up to that many of the active write-scope matches that the usable
+    rule leaves out (expired or not confident enough), most confident first: the one
+    write-scope lookup serves both, so the pool holds the first SCOPE_POOL active matches.
+    """
     scope = [entry for entry in write_scope if entry]
     probe = probe_keys(scope)
     with_intent = bool(intent.strip())
@@ -150,7 +185,7 @@ def candidate_query(
         "size": size,
         "now": now,
         "min_confidence": min_confidence,
-        "common_word_rows": COMMON_WORD_ROWS,
+        "left_out": left_out,
     }
     ctes: list[str] = []
     branches: list[str] = []
@@ -161,32 +196,48 @@ def candidate_query(
         params.update(lookup_params)
         where = f"{source.condition} AND {_USABLE}"
         tag_match = _tag_match(i, probe)
-        select = f"SELECT m.id, {i} AS source, {tag_match} AS tag_match FROM project_memories m"
-        branches.append(f"({select} WHERE {where}{lookup} AND {tag_match} LIMIT {SCOPE_POOL})")
-        if with_intent:
-            ctes.append(f"words_{i} AS ({_WORDS.format(i=i)})")
+        select = f"SELECT m.id, m.confidence, {i} AS source, {tag_match} AS tag_match"
+        usable = f"{select}, true AS usable FROM project_memories m WHERE {where}"
+        if left_out:
             branches.append(
-                f"({select} WHERE {where} AND m.match_keys && {_word_keys(i)} LIMIT {TEXT_POOL})"
+                f"({select}, {_USABLE} AS usable FROM project_memories m"
+                f" WHERE {source.condition} AND m.active{lookup} AND {tag_match}"
+                f" LIMIT {SCOPE_POOL})"
             )
+        else:
+            branches.append(f"({usable}{lookup} AND {tag_match} LIMIT {SCOPE_POOL})")
+        if with_intent:
+            params[f"common_{i}"] = common_word_keys(source.owner)
+            ctes.append(f"words_{i} AS ({_WORDS.format(i=i)})")
+            branches.append(f"({usable} AND m.match_keys && {_word_keys(i)} LIMIT {TEXT_POOL})")
             branches.append(
-                f"({select} WHERE {where} AND cardinality((SELECT words FROM words_{i})) > 0"
+                f"({usable} AND cardinality((SELECT words FROM words_{i})) > 0"
                 f" AND m.match_keys @> {_word_keys(i)} LIMIT {TEXT_POOL})"
             )
         branches.append(
-            f"({select} WHERE {where}"
-            " ORDER BY m.confidence * m.relevance_score DESC, m.id LIMIT %(size)s)"
+            f"({usable} ORDER BY m.confidence * m.relevance_score DESC, m.id LIMIT %(size)s)"
         )
     text_rank = _TEXT_RANK if with_intent else "0.0::float8"
-    pool = "\n  UNION ".join(branches)
-    sql = (
-        (f"WITH {', '.join(ctes)}\n" if ctes else "")
-        + f"SELECT {columns}, pool.source, pool.tag_match,"
-        f" {text_rank} AS text_rank, m.confidence * m.relevance_score AS quality\n"
-        f"FROM ({pool}) AS pool JOIN project_memories m ON m.id = pool.id\n"
-        "ORDER BY pool.tag_match DESC, text_rank DESC, quality DESC, m.confidence DESC, m.id"
+    ctes.append("pool AS (" + "\n  UNION ".join(branches) + ")")
+    chosen = (
+        f"SELECT {columns}, pool.source, pool.tag_match, {{rank}} AS text_rank,"
+        " m.confidence * m.relevance_score AS quality, pool.usable"
+        " FROM {pool} JOIN project_memories m ON m.id = pool.id"
+    )
+    body = chosen.format(rank=text_rank, pool="pool") + (
+        " WHERE pool.usable"
+        " ORDER BY pool.tag_match DESC, text_rank DESC, quality DESC, m.confidence DESC, m.id"
         " LIMIT %(size)s"
     )
-    return sql, params
+    if left_out:
+        # Ordered and cut in the pool, so only the rows shown are read again.
+        left = chosen.format(
+            rank="0.0::float8",
+            pool="(SELECT * FROM pool WHERE NOT pool.usable"
+            " ORDER BY pool.confidence DESC, pool.id LIMIT %(left_out)s) AS pool",
+        )
+        body = f"SELECT * FROM ({body}) AS ranked UNION ALL {left}"
+    return f"WITH {', '.join(ctes)}\n{body}", params
 
 
 def fetch_dicts(sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -200,29 +251,3 @@ def fetch_dicts(sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         cursor.execute(sql, params)
         names = [column.name for column in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
-
-def left_out_query(
-    *, project_id: int, write_scope: Sequence[str], min_confidence: float, now: datetime, limit: int
-) -> tuple[str, dict[str, Any]]:
-    """Active memories of a project matching the write scope that the usable rule leaves out
-    (expired, or below the minimum confidence), most confident first."""
-    scope = [entry for entry in write_scope if entry]
-    probe = probe_keys(scope)
-    source = project_source(project_id)
-    lookup, lookup_params = _scope_lookup(0, source, probe)
-    sql = (
-        "SELECT m.id, m.confidence, m.expires_at FROM project_memories m"
-        f" WHERE {source.condition} AND m.active AND NOT ({_USABLE}){lookup}"
-        f" AND {_tag_match(0, probe)}"
-        " ORDER BY m.confidence DESC, m.id LIMIT %(limit)s"
-    )
-    return sql, {
-        **source.params,
-        **lookup_params,
-        "scope": scope,
-        "scope_globs": scope_patterns(scope),
-        "now": now,
-        "min_confidence": min_confidence,
-        "limit": limit,
-    }

@@ -49,7 +49,9 @@ def api_key_for_token(token: str) -> ApiKey | None:
         return None
     prefix, secret = parts
     api_key = (
-        ApiKey.objects.select_related("project").filter(prefix=prefix, revoked_at=None).first()
+        ApiKey.objects.select_related("project__policy")
+        .filter(prefix=prefix, revoked_at=None)
+        .first()
     )
     if api_key is None or not secret_matches(secret, api_key.secret_hash):
         return None

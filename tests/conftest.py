@@ -5,6 +5,7 @@ import uuid
 import pytest
 
 from memories.actors import Actor
+from memories.candidates import forget_common_words
 from tests.factories import MemoryFactory, ProjectFactory, ReviewerFactory, RunFactory, UserFactory
 
 
@@ -51,6 +52,12 @@ def make_memory(db):
 @pytest.fixture
 def make_run(db):
     return RunFactory
+
+
+@pytest.fixture(autouse=True)
+def _fresh_word_statistics():
+    """Each test reads the table's statistics of common words afresh."""
+    forget_common_words()
 
 
 @pytest.fixture(autouse=True)

@@ -26,6 +26,13 @@ def projects_for(request: Request) -> QuerySet[Project]:
 
 def project_or_404(request: Request, ref: str) -> Project:
     """The project named by id or slug, if the caller may see it."""
+    api_key = api_key_of(request)
+    if api_key is not None:
+        # Authentication loaded the key's project (and its policy): no second query.
+        own = api_key.project
+        if ref == own.slug or (ref.isdigit() and len(ref) <= 18 and int(ref) == own.pk):
+            return own
+        raise NotFound(PROJECT_NOT_FOUND.format(ref=ref))
     projects = projects_for(request)
     if ref.isdigit() and len(ref) <= 18:
         project = projects.filter(pk=int(ref)).first()

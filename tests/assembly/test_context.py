@@ -168,10 +168,10 @@ def test_assembly_runs_a_fixed_number_of_queries(
         from django.core.cache import caches
 
         caches["assembly"].clear()
-        # run lookup; for each of run, project, global and the left-out query: savepoint,
+        # run lookup; for each of run, project (with its left-out matches) and global: savepoint,
         # SET statement_timeout, SELECT, release; recording the run: savepoint, lock,
         # INSERT given, UPDATE prompt hash, release; access UPDATE
-        with django_assert_num_queries(23):
+        with django_assert_num_queries(19):
             assemble(project, write_scope=("src/a.py",), run_id=run.pk, limit=5)
         Run.objects.filter(pk=run.pk).update(prompt_hash="")
         run.given.all().delete()

@@ -36,6 +36,7 @@ def crowded_project(project, make_memory):
     make_memory(project=project, content="Beta note.", relevance_score=0.1)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE project_memories")
+    candidates.forget_common_words()
     return project
 
 
