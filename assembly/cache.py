@@ -1,8 +1,9 @@
 """The assembly cache and its invalidation.
 
 Every write to a project's memories gives the project a new random version
-token (after commit); cached assemblies are keyed by it, so any write makes
-them unreachable. Global memories have their own token, part of every key.
+token (after commit); a cached assembly is stored with the tokens it was
+assembled at and served only while they are still the current ones, so any
+write makes it stale. Global memories have their own token, checked too.
 Bookkeeping of use (access counts) is not a change of what can be chosen and
 does not invalidate.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.core.cache import caches
 from django.db import transaction
@@ -21,15 +23,6 @@ GLOBAL = "global"
 
 def _version_key(scope: int | str) -> str:
     return f"assembly:version:{scope}"
-
-
-def versions(project_id: int) -> tuple[str, str]:
-    cache = caches[CACHE_ALIAS]
-    found = cache.get_many([_version_key(project_id), _version_key(GLOBAL)])
-    return (
-        found.get(_version_key(project_id), "0"),
-        found.get(_version_key(GLOBAL), "0"),
-    )
 
 
 def invalidate(project_ids: Iterable[int | None]) -> None:
@@ -47,9 +40,33 @@ def invalidate(project_ids: Iterable[int | None]) -> None:
     transaction.on_commit(bump)
 
 
-def get(key: str) -> dict | None:
-    return caches[CACHE_ALIAS].get(key)
+@dataclass(frozen=True)
+class Lookup:
+    """What the cache holds for a request, and the versions it was read at (the ones to store
+    a fresh result under)."""
+
+    result: dict | None
+    versions: tuple[str, str]
 
 
-def put(key: str, value: dict, timeout: int) -> None:
-    caches[CACHE_ALIAS].set(key, value, timeout=timeout)
+def _entry_key(project_id: int, digest: str) -> str:
+    return f"context:{project_id}:{digest}"
+
+
+def get(project_id: int, digest: str) -> Lookup:
+    """The cached result of a request, if no write happened since: one round trip reads the
+    two versions and the entry, which holds the versions it was stored under."""
+    keys = [_version_key(project_id), _version_key(GLOBAL), _entry_key(project_id, digest)]
+    found = caches[CACHE_ALIAS].get_many(keys)
+    versions = (found.get(keys[0], "0"), found.get(keys[1], "0"))
+    entry = found.get(keys[2])
+    if entry is None or tuple(entry["versions"]) != versions:
+        return Lookup(None, versions)
+    return Lookup(entry["result"], versions)
+
+
+def put(project_id: int, digest: str, lookup: Lookup, result: dict, timeout: int) -> None:
+    """Store a result under the versions read before it was assembled: if a write committed
+    meanwhile, the versions moved and the entry is never served."""
+    entry = {"versions": lookup.versions, "result": result}
+    caches[CACHE_ALIAS].set(_entry_key(project_id, digest), entry, timeout=timeout)

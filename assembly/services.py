@@ -12,7 +12,6 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db.models import F
 from django.utils import timezone
 
 from assembly import cache
@@ -23,7 +22,7 @@ from assembly.sources import SOURCES, SourceResult, fetch
 from assembly.tokens import SUPPORTED_ENCODINGS, count_tokens
 from memories import services as memory_services
 from memories.actors import Actor
-from memories.models import Memory, Project, Run
+from memories.models import Project, Run
 from memories.text import clean_write_scope
 
 FORMATS = ("section", "prompt")
@@ -46,16 +45,16 @@ class ContextRequest:
     prompt: Mapping[str, str] = field(default_factory=dict)
     shares: Mapping[str, Share] | None = None
 
-    def cache_key(self, project: Project) -> str:
+    def cache_digest(self) -> str:
         """Everything that decides the result (the run only decides where it is recorded)."""
         described = asdict(self)
         described.pop("run_id")
         described.pop("time_budget_ms")
         described["prompt"] = dict(self.prompt)
         described["run_scoped"] = self.run_id if "run" in self.sources else None
-        digest = hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode())
-        project_version, global_version = cache.versions(project.pk)
-        return f"context:{project.pk}:{project_version}:{global_version}:{digest.hexdigest()}"
+        return hashlib.sha256(
+            json.dumps(described, sort_keys=True, default=str).encode()
+        ).hexdigest()
 
 
 def _validate(project: Project, request: ContextRequest) -> tuple[int, int]:
@@ -107,13 +106,14 @@ def context_assemble(*, project: Project, request: ContextRequest, actor: Actor)
         run = Run.objects.filter(project=project, pk=request.run_id).first()
         if run is None:
             raise ValidationError({"run_id": "No run with this id in this project."})
-    key = request.cache_key(project)
-    result = cache.get(key)
+    digest = request.cache_digest()
+    lookup = cache.get(project.pk, digest)
+    result = lookup.result
     cache_hit = result is not None
     if result is None:
         result = _assemble(project, request, run, write_scope, pool, limit, started)
         if not any(w["code"] == "SOURCE_TIMEOUT" for w in result["metadata"]["warnings"]):
-            cache.put(key, result, settings.ASSEMBLY_CACHE_SECONDS)
+            cache.put(project.pk, digest, lookup, result, settings.ASSEMBLY_CACHE_SECONDS)
     chosen = [(item["id"], item["score"]) for item in result["items"]]
     if run is not None:
         # First: a finished run is a Conflict, and then nothing else is recorded either.
@@ -121,10 +121,7 @@ def context_assemble(*, project: Project, request: ContextRequest, actor: Actor)
             run=run, ranked=chosen, prompt_hash=result["metadata"]["promptHash"]
         )
     if chosen:
-        # Bookkeeping of use: one statement; not a change of what can be chosen.
-        Memory.objects.filter(id__in=[memory_id for memory_id, _ in chosen]).update(
-            access_count=F("access_count") + 1, last_accessed_at=timezone.now()
-        )
+        memory_services.memories_record_access(memory_ids=[memory_id for memory_id, _ in chosen])
     metadata = {
         **result["metadata"],
         "cacheHit": cache_hit,

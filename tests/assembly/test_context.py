@@ -156,6 +156,30 @@ def test_cache_hit_until_a_memory_changes(project, make_memory, django_capture_o
     assert "changed" in again["text"]
 
 
+def test_a_result_assembled_across_a_write_is_never_served(
+    project, make_memory, django_capture_on_commit_callbacks, monkeypatch
+):
+    """The entry keeps the versions read before assembling; a write that commits meanwhile
+    moves them, so the next request assembles again and sees the write."""
+    from assembly import services as assembly_services
+
+    memory = make_memory(project=project, content="before")
+    real_assemble = assembly_services._assemble
+
+    def assemble_while_someone_writes(*args, **kwargs):
+        result = real_assemble(*args, **kwargs)
+        with django_capture_on_commit_callbacks(execute=True):
+            services.memory_update(memory=memory, actor=SYSTEM, content="after")
+        return result
+
+    monkeypatch.setattr(assembly_services, "_assemble", assemble_while_someone_writes)
+    assert "before" in assemble(project)["text"]
+    monkeypatch.setattr(assembly_services, "_assemble", real_assemble)
+    again = assemble(project)
+    assert again["metadata"]["cacheHit"] is False
+    assert "after" in again["text"]
+
+
 def test_assembly_runs_a_fixed_number_of_queries(
     project, make_memory, make_run, django_assert_num_queries, settings
 ):
