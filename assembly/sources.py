@@ -4,15 +4,13 @@ own statement timeout, so a slow source is cancelled by PostgreSQL, not left run
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from django.db import OperationalError, connection, transaction
-
 from assembly.packing import Candidate, recency
 from memories.candidates import (
+    Cancelled,
     Source,
     candidate_query,
     fetch_dicts,
@@ -89,8 +87,9 @@ def fetch(
         left_out=left_out,
     )
     started = _clock()
-    found = within_deadline(lambda: fetch_dicts(sql, params), timeout_ms)
-    if found is None:
+    try:
+        found = fetch_dicts(sql, params, timeout_ms=timeout_ms)
+    except Cancelled:
         return SourceResult(source, [], timed_out=True, latency_ms=_clock() - started)
     half_life = policy.recency_half_life_days
     usable = [row for row in found if row["usable"]]
@@ -116,18 +115,6 @@ def fetch(
             (row for row in found if not row["usable"]), key=lambda r: (-r["confidence"], r["id"])
         ),
     )
-
-
-def within_deadline(query: Callable[[], T], timeout_ms: float) -> T | None:
-    """Run ``query`` with a PostgreSQL statement timeout; None if PostgreSQL cancelled it."""
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SET LOCAL statement_timeout = %s", [max(1, int(timeout_ms))])
-            return query()
-    except OperationalError as error:
-        if getattr(error.__cause__, "sqlstate", None) == "57014":  # query_canceled
-            return None
-        raise
 
 
 def _clock() -> float:

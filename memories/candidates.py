@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
 import psycopg
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 
 from memories.tags import Probe, probe_keys, scope_patterns
 
@@ -240,14 +241,57 @@ def candidate_query(
     return f"WITH {', '.join(ctes)}\n{body}", params
 
 
-def fetch_dicts(sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+class Cancelled(Exception):
+    """PostgreSQL cancelled the statement at its timeout."""
+
+
+def fetch_dicts(
+    sql: str, params: dict[str, Any], *, timeout_ms: float | None = None
+) -> list[dict[str, Any]]:
     """Run a statement with server-side parameters, so that psycopg prepares it once it has
     run a few times on the connection (its text depends only on the request's shape: the
-    sources, an intent or not, an anchored scope or not); logged like any query."""
+    sources, an intent or not, an anchored scope or not); logged like any query.
+
+    With ``timeout_ms``, PostgreSQL cancels the statement at that deadline (Cancelled is
+    raised). The timeout is set, the statement run and the timeout reset in one pipeline:
+    one round trip, and a cancelled statement rolls the setting back with it. Inside a
+    transaction a savepoint keeps the cancellation from aborting the rest of it."""
     connection.ensure_connection()
+    if timeout_ms is None:
+        with _cursor() as cursor:
+            return _dicts(cursor, sql, params)
+    inside = transaction.atomic() if connection.in_atomic_block else nullcontext()
+    try:
+        with (
+            inside,
+            _cursor() as setting,
+            _cursor() as cursor,
+            _cursor() as reset,
+            connection.connection.pipeline(),
+        ):
+            setting.execute(
+                "SELECT set_config('statement_timeout', %s, false)",
+                [str(max(1, int(timeout_ms)))],
+            )
+            cursor.execute(sql, params)
+            reset.execute("RESET statement_timeout")
+            return _dicts(cursor)
+    except (psycopg.errors.QueryCanceled, OperationalError) as error:
+        cause = error if isinstance(error, psycopg.Error) else error.__cause__
+        if getattr(cause, "sqlstate", None) == "57014":  # query_canceled
+            raise Cancelled from error
+        raise
+
+
+def _cursor() -> Any:
     raw = psycopg.Cursor(connection.connection)
     wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
-    with wrap(cast(Any, raw)) as cursor:
+    return wrap(cast(Any, raw))
+
+
+def _dicts(cursor: Any, sql: str | None = None, params: Any = None) -> list[dict[str, Any]]:
+    if sql is not None:
         cursor.execute(sql, params)
-        names = [column.name for column in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    rows = cursor.fetchall()
+    names = [column.name for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in rows]

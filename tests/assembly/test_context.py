@@ -193,9 +193,10 @@ def test_assembly_runs_a_fixed_number_of_queries(
 
         caches["assembly"].clear()
         # run lookup; for each of run, project (with its left-out matches) and global: savepoint,
-        # SET statement_timeout, SELECT, release; recording the run: savepoint, lock,
+        # then in one pipeline set the timeout, SELECT, reset it; release; recording the run:
+        # savepoint, lock,
         # INSERT given, UPDATE prompt hash, release; access UPDATE
-        with django_assert_num_queries(19):
+        with django_assert_num_queries(22):
             assemble(project, write_scope=("src/a.py",), run_id=run.pk, limit=5)
         Run.objects.filter(pk=run.pk).update(prompt_hash="")
         run.given.all().delete()
@@ -288,12 +289,19 @@ def test_a_slow_source_is_cut_off_with_source_timeout(project, make_memory):
         dbname=settings["NAME"], user=settings["USER"], host=settings["HOST"] or None,
         port=settings["PORT"] or None, password=settings["PASSWORD"] or None,
     )  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        (default_timeout,) = cursor.fetchone()
     try:
         blocker.execute("LOCK TABLE project_memories IN ACCESS EXCLUSIVE MODE")
         result = assemble(project, time_budget_ms=150)
     finally:
         blocker.rollback()
         blocker.close()
+    # The connection goes on with its own timeout, not the cancelled source's.
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone() == (default_timeout,)
     codes = [w["code"] for w in result["metadata"]["warnings"]]
     assert codes.count("SOURCE_TIMEOUT") >= 1
     assert result["text"] == ""

@@ -52,3 +52,25 @@ def test_a_word_the_statistics_call_common_brings_no_candidates(crowded_project,
     found = ranked_contents(crowded_project, "alpha beta")
     assert "Beta note." in found
     assert not any(content.startswith("Alpha") for content in found)
+
+
+def show_statement_timeout():
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.parametrize(
+    "in_transaction", [pytest.param(False, marks=pytest.mark.django_db(transaction=True)), True]
+)
+def test_a_deadline_applies_to_its_statement_only(in_transaction):
+    default = show_statement_timeout()
+    rows = candidates.fetch_dicts(
+        "SELECT current_setting('statement_timeout') AS during", {}, timeout_ms=1234
+    )
+    assert rows == [{"during": "1234ms"}]
+    assert show_statement_timeout() == default
+    with pytest.raises(candidates.Cancelled):
+        candidates.fetch_dicts("SELECT pg_sleep(1)", {}, timeout_ms=20)
+    assert show_statement_timeout() == default
+    assert candidates.fetch_dicts("SELECT 1 AS one", {}) == [{"one": 1}]
