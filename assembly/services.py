@@ -22,7 +22,7 @@ from assembly.sources import SOURCES, SourceResult, fetch
 from assembly.tokens import SUPPORTED_ENCODINGS, count_tokens
 from memories import services as memory_services
 from memories.actors import Actor
-from memories.models import Project, Run
+from memories.models import MemoryPolicy, Project, Run
 from memories.text import clean_write_scope
 
 FORMATS = ("section", "prompt")
@@ -45,13 +45,17 @@ class ContextRequest:
     prompt: Mapping[str, str] = field(default_factory=dict)
     shares: Mapping[str, Share] | None = None
 
-    def cache_digest(self) -> str:
-        """Everything that decides the result (the run only decides where it is recorded)."""
+    def cache_digest(self, policy: MemoryPolicy) -> str:
+        """Everything that decides the result (the run only decides where it is recorded):
+        the request and the project's policy (an edited policy is a different result)."""
         described = asdict(self)
         described.pop("run_id")
         described.pop("time_budget_ms")
         described["prompt"] = dict(self.prompt)
         described["run_scoped"] = self.run_id if "run" in self.sources else None
+        described["policy"] = [
+            getattr(policy, f.attname) for f in policy._meta.concrete_fields if not f.primary_key
+        ]
         return hashlib.sha256(
             json.dumps(described, sort_keys=True, default=str).encode()
         ).hexdigest()
@@ -106,7 +110,7 @@ def context_assemble(*, project: Project, request: ContextRequest, actor: Actor)
         run = Run.objects.filter(project=project, pk=request.run_id).first()
         if run is None:
             raise ValidationError({"run_id": "No run with this id in this project."})
-    digest = request.cache_digest()
+    digest = request.cache_digest(project.policy)
     lookup = cache.get(project.pk, digest)
     result = lookup.result
     cache_hit = result is not None

@@ -3,8 +3,9 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/memory_bench \\
         .venv/bin/python bench/seed.py 10000 100000
 
-All projects live in the one memories table, as in production. Re-running with the same
-size replaces that project.
+All projects live in the one memories table, as in production, beside 2,000 global memories
+that every project sees. Re-running with the same size replaces that project (and the
+global memories).
 """
 
 from __future__ import annotations
@@ -61,21 +62,26 @@ def sentence(rng: random.Random, area: str) -> str:
 
 
 def memory_row(
-    rng: random.Random, project_id: int, now: datetime, encoding, names: list[str]
+    rng: random.Random,
+    project_id: int | None,
+    now: datetime,
+    encoding,
+    names: list[str],
+    extra_tags: tuple[str, ...] = (),
 ) -> tuple:
     area = rng.choice(names)
     content = " ".join(sentence(rng, area) for _ in range(rng.randint(1, 5)))
     tags = rng.sample(
         [f"src/{area}/**", f"src/{area}/{rng.choice(FILES)}.py", rng.choice(KEYWORDS), area], 2
-    )
+    ) + list(extra_tags)
     kind = rng.choice(["pattern", "warning", "learning", "context"])
     source = rng.choice(["human", "run", "run", "learning"])
     confidence = round(rng.uniform(0.1, 1.0), 3)
     created = now - timedelta(days=rng.uniform(0, 365))
     expires = None if kind == "pattern" else created + timedelta(days=rng.randint(30, 400))
     return (
-        project_id, "project", kind, content, summarize(content), source, tags, tag_patterns(tags),
-        tag_keys(tags),
+        project_id, "project" if project_id else "global", kind, content, summarize(content),
+        source, tags, tag_patterns(tags), tag_keys(tags),
         round(rng.uniform(0.2, 1.0), 3), confidence, rng.random() > 0.1, expires, "pending",
         False, rng.choice(["hot", "warm", "cold"]), len(encoding.encode(content)),
         rng.randint(0, 50), content_hash(content), created, created,
@@ -83,6 +89,34 @@ def memory_row(
 
 
 REBUILD_FROM = 100_000
+COLUMNS = (
+    "project_id, scope, type, content, summary, source, tags, tag_patterns, tag_keys,"
+    " relevance_score, confidence, active, expires_at, review_status, pinned, tier, token_count,"
+    " access_count, content_hash, created_at, updated_at"
+)
+# Global memories (shared by every project) of the benchmark carry this tag, so that seeding
+# again replaces them and nothing else.
+GLOBAL_TAG = "bench-global"
+GLOBAL_COUNT = 2000
+
+
+def seed_global(count: int = GLOBAL_COUNT) -> None:
+    """Global memories about the same code areas, as every project sees them."""
+    rng = random.Random(count)
+    encoding = get_encoding("o200k_base")
+    now = datetime.now(UTC)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM project_memories WHERE project_id IS NULL AND %s = ANY(tags)",
+            [GLOBAL_TAG],
+        )
+        with cursor.connection.cursor().copy(
+            f"COPY project_memories ({COLUMNS}) FROM STDIN"
+        ) as copy:
+            for _ in range(count):
+                copy.write_row(memory_row(rng, None, now, encoding, AREAS, (GLOBAL_TAG,)))
+        cursor.execute("ANALYZE project_memories")
+    print(f"seeded {count} global memories")
 
 
 def main(size: int) -> None:
@@ -93,12 +127,6 @@ def main(size: int) -> None:
     encoding = get_encoding("o200k_base")
     now = datetime.now(UTC)
     started = time.perf_counter()
-    columns = (
-        "project_id, scope, type, content, summary, source, tags, tag_patterns, tag_keys,"
-        " relevance_score,"
-        " confidence, active, expires_at, review_status, pinned, tier, token_count, access_count,"
-        " content_hash, created_at, updated_at"
-    )
     names = areas(size)
     with connection.cursor() as cursor:
         # Loading a large project is faster with the GIN indexes built once afterwards.
@@ -112,7 +140,7 @@ def main(size: int) -> None:
             for name, _ in gin_indexes:
                 cursor.execute(f'DROP INDEX "{name}"')
         with cursor.connection.cursor().copy(
-            f"COPY project_memories ({columns}) FROM STDIN"
+            f"COPY project_memories ({COLUMNS}) FROM STDIN"
         ) as copy:
             for _ in range(size):
                 copy.write_row(memory_row(rng, project.pk, now, encoding, names))
@@ -128,3 +156,4 @@ def main(size: int) -> None:
 if __name__ == "__main__":
     for arg in sys.argv[1:] or ["10000"]:
         main(int(arg))
+    seed_global()

@@ -42,10 +42,14 @@ COMMON_WORD_ROWS = 2000
 @dataclass(frozen=True)
 class Source:
     """One source of memories: the owner prefix of its match keys (a project id, or "g" for
-    global memories), and the SQL condition that selects it."""
+    global memories), the SQL condition that selects it, and the part of that condition the
+    owner prefix does not already imply. A lookup through the match keys filters with the
+    latter only: that leaves the planner no index on the project to combine with the keys
+    (reading a whole project's entries of it cost more than the lookup itself)."""
 
     owner: str
     condition: str
+    key_filter: str
     params: dict[str, Any] = field(default_factory=dict)
 
 
@@ -53,18 +57,22 @@ def project_source(project_id: int) -> Source:
     return Source(
         str(project_id),
         "m.project_id = %(project_id)s AND m.scope = 'project'",
+        "m.scope = 'project'",
         {"project_id": project_id},
     )
 
 
 def global_source() -> Source:
-    return Source("g", "m.project_id IS NULL AND m.scope = 'global'")
+    # Global memories are exactly those without a project (memory_global_iff_no_project):
+    # naming the scope too would make the planner believe there are almost none.
+    return Source("g", "m.project_id IS NULL", "true")
 
 
 def run_source(project_id: int, run_id: int) -> Source:
     return Source(
         str(project_id),
         "m.project_id = %(project_id)s AND m.scope = 'run' AND m.source_run_id = %(run_id)s",
+        "m.scope = 'run' AND m.source_run_id = %(run_id)s",
         {"project_id": project_id, "run_id": run_id},
     )
 
@@ -195,28 +203,33 @@ def candidate_query(
         params[f"owner_{i}"] = source.owner
         lookup, lookup_params = _scope_lookup(i, source, probe)
         params.update(lookup_params)
-        where = f"{source.condition} AND {_USABLE}"
         tag_match = _tag_match(i, probe)
         select = f"SELECT m.id, m.confidence, {i} AS source, {tag_match} AS tag_match"
-        usable = f"{select}, true AS usable FROM project_memories m WHERE {where}"
+
+        def usable(where: str, select: str = select) -> str:
+            return f"{select}, true AS usable FROM project_memories m WHERE {where} AND {_USABLE}"
+
+        # Through the match keys, the source's own keys already narrow the rows to it.
+        scoped = source.key_filter if lookup else source.condition
         if left_out:
             branches.append(
                 f"({select}, {_USABLE} AS usable FROM project_memories m"
-                f" WHERE {source.condition} AND m.active{lookup} AND {tag_match}"
-                f" LIMIT {SCOPE_POOL})"
+                f" WHERE {scoped} AND m.active{lookup} AND {tag_match} LIMIT {SCOPE_POOL})"
             )
         else:
-            branches.append(f"({usable}{lookup} AND {tag_match} LIMIT {SCOPE_POOL})")
+            branches.append(f"({usable(scoped)}{lookup} AND {tag_match} LIMIT {SCOPE_POOL})")
         if with_intent:
             params[f"common_{i}"] = common_word_keys(source.owner)
             ctes.append(f"words_{i} AS ({_WORDS.format(i=i)})")
-            branches.append(f"({usable} AND m.match_keys && {_word_keys(i)} LIMIT {TEXT_POOL})")
+            by_word = usable(source.key_filter)
+            branches.append(f"({by_word} AND m.match_keys && {_word_keys(i)} LIMIT {TEXT_POOL})")
             branches.append(
-                f"({usable} AND cardinality((SELECT words FROM words_{i})) > 0"
+                f"({by_word} AND cardinality((SELECT words FROM words_{i})) > 0"
                 f" AND m.match_keys @> {_word_keys(i)} LIMIT {TEXT_POOL})"
             )
         branches.append(
-            f"({usable} ORDER BY m.confidence * m.relevance_score DESC, m.id LIMIT %(size)s)"
+            f"({usable(source.condition)}"
+            " ORDER BY m.confidence * m.relevance_score DESC, m.id LIMIT %(size)s)"
         )
     text_rank = _TEXT_RANK if with_intent else "0.0::float8"
     ctes.append("pool AS (" + "\n  UNION ".join(branches) + ")")

@@ -300,6 +300,14 @@ class Memory(models.Model):
                 condition=Q(active=True),
                 name="memory_selection_idx",
             ),
+            # The same for global memories (IS NULL is no equality: the one above cannot
+            # give their order).
+            models.Index(
+                (F("confidence") * F("relevance_score")).desc(),
+                F("id"),
+                condition=Q(active=True, project__isnull=True),
+                name="memory_global_selection_idx",
+            ),
             # Review queue: a project's pending memories, newest first.
             models.Index(
                 fields=["project", "-created_at"],
@@ -316,8 +324,10 @@ class Memory(models.Model):
             models.Index(fields=["project", "type", "content_hash"], name="memory_hash_idx"),
             GinIndex(fields=["tags"], name="memory_tags_gin"),
             GinIndex(fields=["search_vector"], name="memory_search_gin"),
-            # Context assembly: candidates by write-scope key and by intent word.
-            GinIndex(fields=["match_keys"], name="memory_match_keys_gin"),
+            # Context assembly: candidates by write-scope key and by intent word. Without a
+            # pending list: new entries go straight into the index, so a lookup never scans
+            # an unsorted list of recent writes (reads far outnumber writes here).
+            GinIndex(fields=["match_keys"], name="memory_match_keys_gin", fastupdate=False),
         ]
 
     def __str__(self) -> str:

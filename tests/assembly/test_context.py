@@ -156,6 +156,17 @@ def test_cache_hit_until_a_memory_changes(project, make_memory, django_capture_o
     assert "changed" in again["text"]
 
 
+def test_an_edited_policy_is_not_served_from_the_cache(project, make_memory):
+    make_memory(project=project, content="Kept until the policy asks for more.")
+    assert assemble(project)["items"]
+    policy = project.policy
+    policy.min_confidence = 0.99
+    policy.save()
+    again = assemble(project)
+    assert again["metadata"]["cacheHit"] is False
+    assert again["items"] == []
+
+
 def test_a_result_assembled_across_a_write_is_never_served(
     project, make_memory, django_capture_on_commit_callbacks, monkeypatch
 ):
