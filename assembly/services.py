@@ -110,14 +110,16 @@ def context_assemble(*, project: Project, request: ContextRequest, actor: Actor)
         run = Run.objects.filter(project=project, pk=request.run_id).first()
         if run is None:
             raise ValidationError({"run_id": "No run with this id in this project."})
-    digest = request.cache_digest(project.policy)
-    lookup = cache.get(project.pk, digest)
-    result = lookup.result
+    cache_seconds = settings.ASSEMBLY_CACHE_SECONDS
+    digest = request.cache_digest(project.policy) if cache_seconds > 0 else ""
+    lookup = cache.get(project.pk, digest) if cache_seconds > 0 else None
+    result = lookup.result if lookup else None
     cache_hit = result is not None
     if result is None:
         result = _assemble(project, request, run, write_scope, pool, limit, started)
-        if not any(w["code"] == "SOURCE_TIMEOUT" for w in result["metadata"]["warnings"]):
-            cache.put(project.pk, digest, lookup, result, settings.ASSEMBLY_CACHE_SECONDS)
+        timed_out = any(w["code"] == "SOURCE_TIMEOUT" for w in result["metadata"]["warnings"])
+        if lookup and not timed_out:
+            cache.put(project.pk, digest, lookup, result, cache_seconds)
     chosen = [(item["id"], item["score"]) for item in result["items"]]
     if run is not None:
         # First: a finished run is a Conflict, and then nothing else is recorded either.
