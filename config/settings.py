@@ -107,20 +107,40 @@ LOGIN_URL = "admin:login"
 # Celery: CELERY_BROKER_URL when given (Redis, RabbitMQ); otherwise a broker on
 # the local file system that needs no server, shared by web, worker and beat.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
-CELERY_BROKER_FOLDER = VAR_DIR / "broker"
+_broker_folder = VAR_DIR / "broker"
 if CELERY_BROKER_URL == "filesystem://":
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(CELERY_BROKER_FOLDER / "queue"),
-        "data_folder_out": str(CELERY_BROKER_FOLDER / "queue"),
-        "processed_folder": str(CELERY_BROKER_FOLDER / "processed"),
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
+        "data_folder_in": str(_broker_folder / "queue"),
+        "data_folder_out": str(_broker_folder / "queue"),
+        "processed_folder": str(_broker_folder / "processed"),
         "store_processed": False,
     }
+else:
+    # Redis redelivers a message not acknowledged within this time. Policy batches are
+    # short and every task has a hard time limit far below it, so only a lost worker's
+    # task comes back, and running it again is harmless (the jobs are idempotent).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Tasks are acknowledged after they ran (they are idempotent), and a task whose worker
+# died is given back to the broker instead of being acknowledged with it; each worker
+# takes one message at a time, so a lost worker loses no queued ones.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# The beat schedule, declared here; the database scheduler copies it into the admin
+# (Periodic tasks), where a job can be paused.
+CELERY_BEAT_SCHEDULE = {
+    "expire-memories": {
+        "task": "policies.expire_memories",
+        "schedule": 15 * 60,
+        "options": {"expires": 10 * 60},
+    },
+}
 
 # REST API
 REST_FRAMEWORK = {
