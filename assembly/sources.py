@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
 
 from assembly.packing import Candidate, recency
 from memories.candidates import (
@@ -21,7 +20,6 @@ from memories.candidates import (
 from memories.models import Project, Run
 
 SOURCES = ("run", "project", "global")
-T = TypeVar("T")
 # Rows taken per source before ranking in Python: enough for any limit the policy allows
 # to be filled after budget drops, and never an unbounded set.
 CANDIDATES_PER_LIMIT = 4

@@ -272,7 +272,8 @@ def fetch_dicts(
     connection.ensure_connection()
     if timeout_ms is None:
         with _cursor() as cursor:
-            return _dicts(cursor, sql, params)
+            cursor.execute(sql, params)
+            return _dicts(cursor)
     inside = transaction.atomic() if connection.in_atomic_block else nullcontext()
     try:
         with (
@@ -302,9 +303,7 @@ def _cursor() -> Any:
     return wrap(cast(Any, raw))
 
 
-def _dicts(cursor: Any, sql: str | None = None, params: Any = None) -> list[dict[str, Any]]:
-    if sql is not None:
-        cursor.execute(sql, params)
+def _dicts(cursor: Any) -> list[dict[str, Any]]:
     rows = cursor.fetchall()
     names = [column.name for column in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in rows]
