@@ -3,6 +3,11 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/memory_bench \\
         .venv/bin/python bench/seed.py 10000 100000
 
+or, for the policy jobs, one million memories spread over 100 projects:
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/memory_policies \\
+        .venv/bin/python bench/seed.py --projects=100 1000000
+
 All projects live in the one memories table, as in production, beside 2,000 global memories
 that every project sees. Re-running with the same size replaces that project (and the
 global memories).
@@ -78,13 +83,15 @@ def memory_row(
     source = rng.choice(["human", "run", "run", "learning"])
     confidence = round(rng.uniform(0.1, 1.0), 3)
     created = now - timedelta(days=rng.uniform(0, 365))
+    accesses = rng.choice([0, 0, rng.randint(1, 5), rng.randint(1, 50)])
+    last_access = created + (now - created) * rng.random() if accesses else None
     expires = None if kind == "pattern" else created + timedelta(days=rng.randint(30, 400))
     return (
         project_id, "project" if project_id else "global", kind, content, summarize(content),
         source, tags, tag_patterns(tags), tag_keys(tags),
         round(rng.uniform(0.2, 1.0), 3), confidence, rng.random() > 0.1, expires, "pending",
         False, rng.choice(["hot", "warm", "cold"]), len(encoding.encode(content)),
-        rng.randint(0, 50), content_hash(content), created, created,
+        accesses, last_access, content_hash(content), created, created,
     )  # fmt: skip
 
 
@@ -92,7 +99,7 @@ REBUILD_FROM = 100_000
 COLUMNS = (
     "project_id, scope, type, content, summary, source, tags, tag_patterns, tag_keys,"
     " relevance_score, confidence, active, expires_at, review_status, pinned, tier, token_count,"
-    " access_count, content_hash, created_at, updated_at"
+    " access_count, last_accessed_at, content_hash, created_at, updated_at"
 )
 # Global memories (shared by every project) of the benchmark carry this tag, so that seeding
 # again replaces them and nothing else.
@@ -119,15 +126,24 @@ def seed_global(count: int = GLOBAL_COUNT) -> None:
     print(f"seeded {count} global memories")
 
 
-def main(size: int) -> None:
-    rng = random.Random(size)
-    slug = f"bench-{size}"
-    Project.objects.filter(slug=slug).delete()
-    project = services.project_create(name=f"Benchmark {size}", slug=slug)
+def main(size: int, projects: int = 1) -> None:
+    """Seed a project of ``size`` memories, or ``projects`` projects sharing ``size``."""
+    rng = random.Random(size * projects)
+    each = size // projects
+    slugs = (
+        [f"bench-{size}"]
+        if projects == 1
+        else [f"bench-{i}-of-{projects}" for i in range(projects)]
+    )
+    Project.objects.filter(slug__in=slugs).delete()
+    project_ids = [
+        services.project_create(name=f"Benchmark {slug.removeprefix('bench-')}", slug=slug).pk
+        for slug in slugs
+    ]
     encoding = get_encoding("o200k_base")
     now = datetime.now(UTC)
     started = time.perf_counter()
-    names = areas(size)
+    names = areas(each)
     with connection.cursor() as cursor:
         # Loading a large project is faster with the GIN indexes built once afterwards.
         rebuilt = size >= REBUILD_FROM
@@ -142,18 +158,24 @@ def main(size: int) -> None:
         with cursor.connection.cursor().copy(
             f"COPY project_memories ({COLUMNS}) FROM STDIN"
         ) as copy:
-            for _ in range(size):
-                copy.write_row(memory_row(rng, project.pk, now, encoding, names))
+            for project_id in project_ids:
+                for _ in range(each):
+                    copy.write_row(memory_row(rng, project_id, now, encoding, names))
         if rebuilt:
             cursor.execute("SET maintenance_work_mem = '1GB'")
             for _, definition in gin_indexes:
                 cursor.execute(definition)
         cursor.execute("VACUUM ANALYZE project_memories")
-    print(f"seeded {slug}: {size} memories in {time.perf_counter() - started:.1f} s")
-    print(f"project id {project.pk}")
+    print(f"seeded {', '.join(slugs[:3])}{', ...' if projects > 3 else ''}:"
+          f" {size} memories in {time.perf_counter() - started:.1f} s")  # fmt: skip
+    print(f"project ids {project_ids[0]}..{project_ids[-1]}")
 
 
 if __name__ == "__main__":
-    for arg in sys.argv[1:] or ["10000"]:
-        main(int(arg))
+    args = sys.argv[1:] or ["10000"]
+    projects = 1
+    if args[0].startswith("--projects="):
+        projects = int(args.pop(0).split("=", 1)[1])
+    for arg in args:
+        main(int(arg), projects)
     seed_global()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_path, env_str, load_env_file
 
@@ -132,14 +133,26 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# The beat schedule, declared here; the database scheduler copies it into the admin
+# The beat schedule, declared here; migrate and beat's start copy it into the admin
 # (Periodic tasks), where a job can be paused.
+_HOUR = 60 * 60
 CELERY_BEAT_SCHEDULE = {
-    "expire-memories": {
-        "task": "policies.expire_memories",
-        "schedule": 15 * 60,
-        "options": {"expires": 10 * 60},
-    },
+    name.replace("_", "-"): {
+        "task": f"policies.{name}",
+        "schedule": every,
+        # A message still queued when the next one is due is dropped: no pile-up (the
+        # database scheduler's name for the "expires" option).
+        "options": {"expire_seconds": int(every * 0.9)},
+    }
+    for name, every in [
+        ("expire_memories", 15 * 60),
+        ("clear_run_scratch", _HOUR),
+        ("update_tiers", _HOUR),
+        ("evict_memories", _HOUR),
+        ("decay_memories", 6 * _HOUR),
+        ("consolidate_memories", 6 * _HOUR),
+        ("compress_memories", 24 * _HOUR),
+    ]
 }
 
 # REST API
@@ -211,6 +224,19 @@ MEMORY_SUMMARY_MAX_CHARS = 280
 MEMORY_MAX_TAGS = env_int("MEMORY_MAX_TAGS", 20)
 MEMORY_TAG_MAX_CHARS = 200
 MEMORY_TOKEN_ENCODING = env_str("MEMORY_TOKEN_ENCODING", "o200k_base")
+# Compression of long, rarely used memories (policies.compression): "extractive" (default,
+# deterministic, local) or "llm" (an OpenAI-compatible chat completions endpoint).
+MEMORY_COMPRESSOR = env_str("MEMORY_COMPRESSOR", "extractive")
+MEMORY_COMPRESSOR_URL = env_str("MEMORY_COMPRESSOR_URL", "")
+MEMORY_COMPRESSOR_MODEL = env_str("MEMORY_COMPRESSOR_MODEL", "")
+MEMORY_COMPRESSOR_API_KEY = env_str("MEMORY_COMPRESSOR_API_KEY", "")
+MEMORY_COMPRESSOR_TIMEOUT = env_int("MEMORY_COMPRESSOR_TIMEOUT", 30)
+if MEMORY_COMPRESSOR not in {"extractive", "llm"}:
+    raise ImproperlyConfigured('MEMORY_COMPRESSOR must be "extractive" or "llm".')
+if MEMORY_COMPRESSOR == "llm" and not (MEMORY_COMPRESSOR_URL and MEMORY_COMPRESSOR_MODEL):
+    raise ImproperlyConfigured(
+        "MEMORY_COMPRESSOR=llm needs MEMORY_COMPRESSOR_URL and MEMORY_COMPRESSOR_MODEL."
+    )
 TIKTOKEN_CACHE_DIR = env_path("TIKTOKEN_CACHE_DIR", VAR_DIR / "tiktoken")
 
 # Demo data.

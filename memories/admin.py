@@ -212,6 +212,18 @@ class MemoryAdmin(admin.ModelAdmin):
             "Clear expiry",
             lambda ids, actor: services.memories_clear_expiry(memory_ids=ids, actor=actor),
         ),
+        _bulk_action(
+            "Restore archived",
+            lambda ids, actor: services.memories_restore(memory_ids=ids, actor=actor),
+        ),
+        _bulk_action(
+            "Restore original content",
+            lambda ids, actor: services.memories_restore_content(memory_ids=ids, actor=actor),
+        ),
+        _bulk_action(
+            "Promote run scratch",
+            lambda ids, actor: services.memories_promote(memory_ids=ids, actor=actor),
+        ),
         "change_type",
         "delete_with_history",
     ]

@@ -164,6 +164,16 @@ def _scope_lookup(i: int, source: Source, probe: Probe) -> tuple[str, dict[str, 
     return f" AND m.match_keys && (%(exact_{i})s::text[] || %(candidate_{i})s::text[])", params
 
 
+def scope_condition(owner: str, paths: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """The condition (and its parameters) that memory ``m`` of ``owner`` has a tag matching
+    one of ``paths``, looked up through the match keys as the assembly does."""
+    scope = [path for path in paths if path]
+    probe = probe_keys(scope)
+    lookup, params = _scope_lookup(0, Source(owner, "", ""), probe)
+    params |= {"scope": scope, "scope_globs": scope_patterns(scope)}
+    return f"true{lookup} AND {_tag_match(0, probe)}", params
+
+
 def candidate_query(
     sources: Sequence[Source],
     *,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -105,6 +105,36 @@ class MemoryPolicy(models.Model):
     share_run = models.FloatField(default=0.4, validators=UNIT_INTERVAL)
     share_project = models.FloatField(default=0.4, validators=UNIT_INTERVAL)
     share_global = models.FloatField(default=0.2, validators=UNIT_INTERVAL)
+    # Lifecycle (policies/). Decay: a memory no run was given for decay_after_days loses
+    # decay_step per decay_period_days; approved and pinned ones are exempt by default.
+    decay_after_days = models.PositiveIntegerField(default=30)
+    decay_period_days = models.PositiveIntegerField(default=7, validators=[MinValueValidator(1)])
+    decay_step = models.FloatField(default=0.05, validators=UNIT_INTERVAL)
+    decay_exempt_approved = models.BooleanField(default=True)
+    decay_exempt_pinned = models.BooleanField(default=True)
+    # Compression: old, rarely used, long memories get a shorter content (original in history).
+    compress_age_days = models.PositiveIntegerField(default=60)
+    compress_access_threshold = models.PositiveIntegerField(default=3)
+    compress_min_tokens = models.PositiveIntegerField(default=150)
+    compression_ratio = models.FloatField(
+        default=0.5, validators=[MinValueValidator(0.1), MaxValueValidator(0.9)]
+    )
+    # Consolidation: same type and trigram similarity at least this (or equal content).
+    consolidate_similarity = models.FloatField(
+        default=0.8, validators=[MinValueValidator(0.5), MaxValueValidator(1.0)]
+    )
+    # Eviction: over max_items active memories or max_total_tokens, the lowest value
+    # (lru_weight x recency of use + quality_weight x confidence x relevance) is archived.
+    max_total_tokens = models.PositiveIntegerField(null=True, blank=True)
+    lru_weight = models.FloatField(default=0.5, validators=[MinValueValidator(0.0)])
+    quality_weight = models.FloatField(default=0.5, validators=[MinValueValidator(0.0)])
+    # Tiers by the last use: hot within tier_hot_days, warm within tier_warm_days, else cold.
+    tier_hot_days = models.PositiveIntegerField(default=7)
+    tier_warm_days = models.PositiveIntegerField(default=30)
+    # Run scratch: memories of scope run are archived this long after their run finished.
+    scratch_keep_hours = models.PositiveIntegerField(default=24)
+    # Code-change staleness: confidence lost by a memory whose tags a change touched.
+    staleness_penalty = models.FloatField(default=0.1, validators=UNIT_INTERVAL)
 
     class Meta:
         verbose_name_plural = "memory policies"
@@ -129,6 +159,16 @@ class MemoryPolicy(models.Model):
                 & _between_0_and_1("share_project")
                 & _between_0_and_1("share_global"),
                 name="policy_shares_range",
+            ),
+            models.CheckConstraint(
+                condition=_between_0_and_1("decay_step")
+                & _between_0_and_1("staleness_penalty")
+                & Q(decay_period_days__gte=1)
+                & Q(compression_ratio__gte=0.1, compression_ratio__lte=0.9)
+                & Q(consolidate_similarity__gte=0.5, consolidate_similarity__lte=1.0)
+                & Q(lru_weight__gte=0, quality_weight__gte=0)
+                & Q(tier_warm_days__gte=F("tier_hot_days")),
+                name="policy_lifecycle_ranges",
             ),
         ]
 
@@ -223,6 +263,22 @@ class Memory(models.Model):
     token_count = models.PositiveIntegerField(editable=False)
     access_count = models.PositiveIntegerField(default=0, editable=False)
     last_accessed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Lifecycle bookkeeping (policies/): the last decay step; when the content was
+    # compressed; archived (evicted, merged or cleared: tier frozen, inactive, restorable);
+    # the memory a merge folded this one into; flagged stale by a code change (and its ref).
+    decayed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    compressed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    archived_at = models.DateTimeField(null=True, blank=True, editable=False)
+    merged_into = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="merged",
+        editable=False,
+    )
+    stale_at = models.DateTimeField(null=True, blank=True, editable=False)
+    stale_ref = models.CharField(max_length=200, blank=True, editable=False, db_default="")
     content_hash = models.CharField(max_length=64, editable=False)
     search_vector = models.GeneratedField(
         expression=SearchVector("content", config="english"),
@@ -290,6 +346,14 @@ class Memory(models.Model):
                 condition=~Q(review_status=ReviewStatus.APPROVED) | Q(approved_at__isnull=False),
                 name="memory_approved_has_time",
             ),
+            models.CheckConstraint(
+                condition=Q(archived_at__isnull=True) | Q(active=False, tier=Tier.FROZEN),
+                name="memory_archived_is_frozen",
+            ),
+            models.CheckConstraint(
+                condition=Q(merged_into__isnull=True) | Q(archived_at__isnull=False),
+                name="memory_merged_is_archived",
+            ),
         ]
         indexes = [
             # Selection at run start: a project's active memories, best first.
@@ -322,12 +386,53 @@ class Memory(models.Model):
             ),
             # Dedup and consolidation.
             models.Index(fields=["project", "type", "content_hash"], name="memory_hash_idx"),
+            # Consolidation: near-duplicates of a project by trigram similarity (btree_gin
+            # puts the project beside the trigrams).
+            GinIndex(
+                "project",
+                OpClass("content", name="gin_trgm_ops"),
+                condition=Q(active=True),
+                name="memory_similar_idx",
+            ),
+            # Policy jobs that walk the active memories in id windows (decay, tiers,
+            # consolidation), and compression's candidates (never compressed).
+            models.Index(fields=["id"], condition=Q(active=True), name="memory_active_walk_idx"),
+            models.Index(
+                fields=["id"],
+                condition=Q(active=True, compressed_at__isnull=True),
+                name="memory_compress_walk_idx",
+            ),
+            # Run scratch cleanup: active memories of scope run, by their run.
+            models.Index(
+                fields=["source_run"],
+                condition=Q(active=True, scope=Scope.RUN),
+                name="memory_run_scratch_idx",
+            ),
+            # Review pages: memories flagged stale by a code change; archived ones.
+            models.Index(
+                fields=["project", "-stale_at"],
+                condition=Q(stale_at__isnull=False),
+                name="memory_stale_idx",
+            ),
+            models.Index(
+                fields=["project", "-archived_at"],
+                condition=Q(archived_at__isnull=False),
+                name="memory_archived_idx",
+            ),
             GinIndex(fields=["tags"], name="memory_tags_gin"),
             GinIndex(fields=["search_vector"], name="memory_search_gin"),
             # Context assembly: candidates by write-scope key and by intent word. Without a
             # pending list: new entries go straight into the index, so a lookup never scans
             # an unsorted list of recent writes (reads far outnumber writes here).
-            GinIndex(fields=["match_keys"], name="memory_match_keys_gin", fastupdate=False),
+            # Only active memories are ever looked up: a memory that expires, is evicted or
+            # merged leaves the index instead of adding its keys again (the costliest part
+            # of a policy batch).
+            GinIndex(
+                fields=["match_keys"],
+                name="memory_match_keys_gin",
+                fastupdate=False,
+                condition=Q(active=True),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -413,6 +518,8 @@ class EventAction(models.TextChoices):
     COMPRESSED = "compressed"
     MERGED = "merged"
     EVICTED = "evicted"
+    CLEARED = "cleared"
+    STALE = "stale"
     RESTORED = "restored"
     DELETED = "deleted"
 

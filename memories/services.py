@@ -41,6 +41,7 @@ from memories.models import (
     RunStatus,
     Scope,
     Source,
+    Tier,
 )
 from memories.tags import tag_keys, tag_patterns
 from memories.text import (
@@ -325,6 +326,9 @@ def memory_update(
         )
     if "tags" in changes:
         values |= _tag_fields(changes["tags"])
+    if "content" in values and values["content"] != memory.content:
+        # New words are for compression to judge again.
+        values["compressed_at"] = None
     if "relevance_score" in changes:
         values["relevance_score"] = _unit_interval(changes["relevance_score"], "relevance_score")
     if "type" in changes:
@@ -371,6 +375,8 @@ def memories_approve(
         "approved_by": actor.user,
         "approved_at": now,
         "active": True,
+        # A review settles a code change's doubt.
+        "stale_at": None,
     }
     return _change_memories(
         memory_ids=memory_ids,
@@ -420,6 +426,10 @@ def memories_set_active(
         ):
             raise ValidationError(
                 {"active": "A global memory becomes active only through approval."}
+            )
+        if active and memory.archived_at is not None:
+            raise ValidationError(
+                {"active": "This memory is archived: restore it to make it active again."}
             )
         return {"active": active}
 
@@ -483,6 +493,117 @@ def memories_change_type(*, memory_ids: Iterable[int], type: str, actor: Actor) 
         action=EventAction.UPDATED,
         actor=actor,
         reason=f"type changed to {memory_type}",
+    )
+
+
+def memories_promote(*, memory_ids: Iterable[int], actor: Actor) -> ChangeResult:
+    """A run's scratch memory becomes the project's: the scratch cleanup leaves it alone."""
+    return _change_memories(
+        memory_ids=memory_ids,
+        compute=lambda memory: {"scope": Scope.PROJECT} if memory.scope == Scope.RUN else {},
+        action=EventAction.UPDATED,
+        actor=actor,
+        reason="promoted from the run's scratch to the project",
+    )
+
+
+def _merge_event(survivor_id: int, merged_id: int) -> MemoryEvent | None:
+    """The survivor's ``merged`` history row that absorbed ``merged_id``."""
+    return (
+        MemoryEvent.objects.filter(
+            memory_id=survivor_id,
+            action=EventAction.MERGED,
+            changes__absorbed__1__contains=merged_id,
+        )
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+@transaction.atomic
+def memories_restore(
+    *, memory_ids: Iterable[int], actor: Actor, now: datetime | None = None
+) -> ChangeResult:
+    """Archived memories (evicted, merged or cleared run scratch) come back: active, warm,
+    without the archive mark. One merged into another also takes back from the survivor what
+    the merge gave it: its access count, and the tags that only it brought. Memories that are
+    not archived are left as they are."""
+    now = now or timezone.now()
+    ids = sorted(set(memory_ids))
+    merged = list(
+        Memory.objects.select_for_update(of=("self",))
+        .filter(id__in=ids, merged_into__isnull=False)
+        .values_list("id", "merged_into", "access_count", "tags")
+        .order_by("id")
+    )
+    restored = _change_memories(
+        memory_ids=ids,
+        compute=lambda memory: (
+            {"active": True, "tier": Tier.WARM, "archived_at": None, "merged_into": None}
+            if memory.archived_at is not None
+            else {}
+        ),
+        action=EventAction.RESTORED,
+        actor=actor,
+        now=now,
+    )
+    gains: dict[int, tuple[int, set[str]]] = {}
+    for memory_id, survivor_id, access_count, memory_tags in merged:
+        assert survivor_id is not None
+        event = _merge_event(survivor_id, memory_id)
+        before = set(event.changes["tags"][0]) if event and "tags" in event.changes else set()
+        access, tags = gains.get(survivor_id, (0, set()))
+        gains[survivor_id] = (access + access_count, tags | (set(memory_tags) - before))
+    if gains:
+        still_merged: dict[int | None, set[str]] = {}
+        for survivor_id, merged_tags in Memory.objects.filter(merged_into__in=gains).values_list(
+            "merged_into", "tags"
+        ):
+            still_merged.setdefault(survivor_id, set()).update(merged_tags)
+
+        def give_back(survivor: Memory) -> dict[str, Any]:
+            access, tags = gains[survivor.pk]
+            keep = still_merged.get(survivor.pk, set())
+            return {
+                "access_count": max(0, survivor.access_count - access),
+                **_tag_fields([t for t in survivor.tags if t not in tags or t in keep]),
+            }
+
+        _change_memories(
+            memory_ids=gains,
+            compute=give_back,
+            action=EventAction.UPDATED,
+            actor=actor,
+            reason="gave back what a restored memory brought to the merge",
+            now=now,
+        )
+    return restored
+
+
+def memories_restore_content(*, memory_ids: Iterable[int], actor: Actor) -> ChangeResult:
+    """Compressed memories get their original content back (from their last ``compressed``
+    history row); compression leaves them alone from then on."""
+    ids = sorted(set(memory_ids))
+    originals: dict[int, str] = {}
+    for event in MemoryEvent.objects.filter(
+        memory_id__in=ids, action=EventAction.COMPRESSED
+    ).order_by("memory_id", "-created_at", "-id"):
+        originals.setdefault(event.memory_id, event.changes["content"][0])
+
+    def compute(memory: Memory) -> dict[str, Any]:
+        original = originals.get(memory.pk)
+        if original is None or original == memory.content:
+            return {}
+        values = _content_fields(original)
+        values["summary"] = memory.summary
+        return values
+
+    return _change_memories(
+        memory_ids=ids,
+        compute=compute,
+        action=EventAction.RESTORED,
+        actor=actor,
+        reason="original content restored",
     )
 
 

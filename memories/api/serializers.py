@@ -81,6 +81,17 @@ class MemoryOut(serializers.Serializer):
     tokenCount = serializers.IntegerField()
     accessCount = serializers.IntegerField()
     lastAccessedAt = serializers.DateTimeField(allow_null=True)
+    archivedAt = serializers.DateTimeField(
+        allow_null=True, help_text="When it was evicted, merged or cleared (restorable)."
+    )
+    mergedInto = serializers.IntegerField(
+        allow_null=True, help_text="The memory a consolidation merged this one into."
+    )
+    compressedAt = serializers.DateTimeField(allow_null=True)
+    staleAt = serializers.DateTimeField(
+        allow_null=True, help_text="When a code change flagged it for re-review."
+    )
+    staleRef = serializers.CharField(help_text="The commit or merge that flagged it.")
     createdAt = serializers.DateTimeField()
     updatedAt = serializers.DateTimeField()
 
@@ -109,6 +120,11 @@ def memory_out(memory: Memory) -> dict[str, Any]:
         "tokenCount": memory.token_count,
         "accessCount": memory.access_count,
         "lastAccessedAt": memory.last_accessed_at,
+        "archivedAt": memory.archived_at,
+        "mergedInto": memory.merged_into_id,
+        "compressedAt": memory.compressed_at,
+        "staleAt": memory.stale_at,
+        "staleRef": memory.stale_ref,
         "createdAt": memory.created_at,
         "updatedAt": memory.updated_at,
     }
@@ -169,6 +185,22 @@ class MemoryUpdateIn(StrictInput):
     reason = StrictCharField(
         max_length=500, required=False, allow_blank=True, help_text="Why, for the history."
     )
+
+
+class ChangesIn(StrictInput):
+    paths = serializers.ListField(
+        child=StrictCharField(max_length=500, visible=True),
+        min_length=1,
+        max_length=5000,
+        help_text="The paths the commit or merge changed.",
+    )
+    ref = StrictCharField(max_length=200, visible=True, help_text="The commit or merge.")
+
+
+class ChangesOut(serializers.Serializer):
+    ref = serializers.CharField()
+    marked = serializers.IntegerField(help_text="Memories flagged stale by this change.")
+    memoryIds = serializers.ListField(child=serializers.IntegerField())
 
 
 class RejectIn(StrictInput):

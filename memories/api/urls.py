@@ -34,6 +34,13 @@ urlpatterns = [
     path(f"{memory}/approve", views.MemoryApprove.as_view(), name="memory-approve"),
     path(f"{memory}/reject", views.MemoryReject.as_view(), name="memory-reject"),
     path(f"{memory}/history", views.MemoryHistory.as_view(), name="memory-history"),
+    path(f"{memory}/restore", views.MemoryRestore.as_view(), name="memory-restore"),
+    path(
+        f"{memory}/restore-content",
+        views.MemoryRestoreContent.as_view(),
+        name="memory-restore-content",
+    ),
+    path(f"{project}/changes", views.ProjectChanges.as_view(), name="changes"),
     path(f"{project}/runs", views.RunCreate.as_view(), name="runs"),
     path(f"{project}/runs/<id:run_id>", views.RunDetail.as_view(), name="run"),
     path(f"{project}/runs/<id:run_id>/outcome", views.RunOutcome.as_view(), name="run-outcome"),

@@ -30,12 +30,14 @@ from memories.api.access import (
     require_perm,
 )
 from memories.api.auth import actor_for, api_key_of
+from memories.api.errors import ConflictError
 from memories.api.filters import CamelOrderingFilter, MemoryFilter
 from memories.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from memories.api.idempotency import KEY_PATTERN as IDEMPOTENCY_KEY_PATTERN
 from memories.api.idempotency import idempotent
 from memories.api.pagination import EventPagination, MemoryPagination
 from memories.models import Memory, Project, Run, Scope, Source
+from policies.services import memories_mark_changed
 
 PROJECT_PARAM = OpenApiParameter(
     "project", OpenApiTypes.STR, OpenApiParameter.PATH, description="Project id or slug."
@@ -242,6 +244,64 @@ class MemoryReject(APIView):
         data = _valid(s.RejectIn, request.data or {})
         services.memory_reject(memory=memory, actor=actor_for(request), reason=data["reason"])
         return Response(s.memory_out(project_memory_or_404(target, memory_id)))
+
+
+class MemoryRestore(APIView):
+    @extend_schema(
+        parameters=[PROJECT_PARAM, MEMORY_PARAM],
+        request=None,
+        responses={200: s.MemoryOut, **errors(403, 409)},
+        summary="Restore an archived memory (evicted, merged or cleared): active again",
+    )
+    def post(self, request: Request, project: str, memory_id: int) -> Response:
+        target = project_or_404(request, project)
+        memory = project_memory_or_404(target, memory_id)
+        require_perm(request, "memories.change_memory", "restore memories")
+        if memory.archived_at is None:
+            raise ConflictError("This memory is not archived: there is nothing to restore.")
+        services.memories_restore(memory_ids=[memory.pk], actor=actor_for(request))
+        return Response(s.memory_out(project_memory_or_404(target, memory_id)))
+
+
+class MemoryRestoreContent(APIView):
+    @extend_schema(
+        parameters=[PROJECT_PARAM, MEMORY_PARAM],
+        request=None,
+        responses={200: s.MemoryOut, **errors(403, 409)},
+        summary="Give a compressed memory its original content back",
+    )
+    def post(self, request: Request, project: str, memory_id: int) -> Response:
+        target = project_or_404(request, project)
+        memory = project_memory_or_404(target, memory_id)
+        require_perm(request, "memories.change_memory", "restore memories")
+        result = services.memories_restore_content(memory_ids=[memory.pk], actor=actor_for(request))
+        if not result.changed:
+            raise ConflictError("This memory has no compressed content to restore.")
+        return Response(s.memory_out(project_memory_or_404(target, memory_id)))
+
+
+class ProjectChanges(APIView):
+    @extend_schema(
+        parameters=[PROJECT_PARAM],
+        request=s.ChangesIn,
+        responses={200: s.ChangesOut, **errors(*WRITE_ERRORS)},
+        summary="Report a commit's changed paths: memories about them are flagged stale",
+        description=(
+            "Every active memory whose tags match one of the paths is flagged for re-review"
+            " and loses the policy's staleness penalty of confidence, recorded in its history"
+            " with the ref. Reporting the same ref again changes nothing."
+        ),
+    )
+    def post(self, request: Request, project: str) -> Response:
+        target = project_or_404(request, project)
+        require_perm(request, "memories.change_memory", "report code changes")
+        data = _valid(s.ChangesIn, request.data)
+        result = memories_mark_changed(
+            project=target, paths=data["paths"], ref=data["ref"], actor=actor_for(request)
+        )
+        return Response(
+            {"ref": result.ref, "marked": len(result.memory_ids), "memoryIds": result.memory_ids}
+        )
 
 
 class MemoryHistory(generics.GenericAPIView):

@@ -236,3 +236,22 @@ def test_an_api_key_made_in_the_admin_is_shown_once_and_works(admin_client, proj
     run_action_url = reverse("admin:memories_apikey_changelist")
     admin_client.post(run_action_url, {"action": "revoke", ACTION_CHECKBOX_NAME: [api_key.pk]})
     assert client.get(f"/api/projects/{project.slug}/memories").status_code == 401
+
+
+def test_archived_memories_are_restored_from_the_admin(admin_client, project, make_memory):
+    from memories.models import MemoryPolicy
+    from policies.services import evict_memories
+
+    memories = [make_memory(project=project) for _ in range(3)]
+    MemoryPolicy.objects.filter(project=project).update(max_items=1)
+    evict_memories()
+    response = run_action(admin_client, "restore_archived", memories)
+    assert "Restore archived: 2 changed, 1 already so." in response.content.decode()
+    assert all(memory.active and memory.archived_at is None for memory in fresh(memories))
+
+
+def test_run_scratch_is_promoted_from_the_admin(admin_client, project, make_memory, make_run):
+    scratch = make_memory(project=project, scope="run", source_run=make_run(project=project))
+    response = run_action(admin_client, "promote_run_scratch", [scratch])
+    assert "Promote run scratch: 1 changed" in response.content.decode()
+    assert fresh([scratch])[0].scope == "project"
