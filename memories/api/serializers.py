@@ -191,8 +191,11 @@ class ChangesIn(StrictInput):
     paths = serializers.ListField(
         child=StrictCharField(max_length=500, visible=True),
         min_length=1,
-        max_length=5000,
-        help_text="The paths the commit or merge changed.",
+        max_length=500,
+        help_text=(
+            "The paths the commit or merge changed, up to 500 per request: send more in"
+            " several requests with the same ref (a memory is flagged once per ref)."
+        ),
     )
     ref = StrictCharField(max_length=200, visible=True, help_text="The commit or merge.")
 

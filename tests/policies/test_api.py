@@ -73,6 +73,7 @@ def test_a_review_settles_the_flag(project, agent, make_memory, reviewer_actor):
         ({"paths": "src/a.py", "ref": "r1"}, "paths"),
         ({"paths": ["src/a.py"]}, "ref"),
         ({"paths": ["src/a.py"], "ref": "x" * 201}, "ref"),
+        ({"paths": ["src/a.py"] * 501, "ref": "r1"}, "paths"),
     ],
 )
 def test_a_bad_change_report_says_what_to_fix(project, agent, body, field):
