@@ -223,11 +223,23 @@ def expire_memories(
 
 # --- 2. confidence decay ----------------------------------------------------------------------
 
+
+def _lowered(amount: str) -> str:
+    """Memory ``m``'s confidence less ``amount``: never below 0, rounded like run outcomes."""
+    return f"round(greatest(m.confidence - {amount}, 0)::numeric, 6)::float8"
+
+
+# The history of a lowered confidence (rows with before, after, active).
+_CONFIDENCE_CHANGES = (
+    "jsonb_build_object('confidence', jsonb_build_array(before, after))"
+    " || CASE WHEN active THEN '{}' ELSE '{\"active\": [true, false]}' END::jsonb"
+)
+
 _DECAY_BATCH = _walk_statement(
     "active",
     f"""due AS (
     SELECT m.id, m.confidence AS before,
-        round(greatest(m.confidence - {policy("decay_step")}, 0)::numeric, 6)::float8 AS after,
+        {_lowered(policy("decay_step"))} AS after,
         {policy("deactivate_below")} AS threshold,
         floor(extract(epoch FROM %(now)s - {IDLE_SINCE}) / 86400)::int AS idle_days
     FROM {MEMORIES} m JOIN win ON win.id = m.id {POLICY_JOIN}
@@ -245,8 +257,7 @@ _DECAY_BATCH = _walk_statement(
 ), events AS (
     INSERT INTO {EVENTS} {_EVENT_COLUMNS}
     SELECT id, project_id, 'decayed',
-        jsonb_build_object('confidence', jsonb_build_array(before, after))
-            || CASE WHEN active THEN '{{}}' ELSE '{{"active": [true, false]}}' END::jsonb,
+        {_CONFIDENCE_CHANGES},
         'not given to an agent for ' || idle_days || ' days', %(actor)s, %(now)s
     FROM changed
 )""",
@@ -530,7 +541,7 @@ def compress_memories(
 _STALE_BATCH = """
 WITH batch AS (
     SELECT m.id, m.confidence AS before,
-        round(greatest(m.confidence - {penalty}, 0)::numeric, 6)::float8 AS after,
+        {after} AS after,
         {threshold} AS threshold
     FROM {memories} m {policy_join}
     WHERE m.project_id = %(project_id)s AND m.active AND m.stale_ref <> %(ref)s
@@ -547,8 +558,7 @@ WITH batch AS (
         (memory_id, project_id, action, changes, reason, actor_label, actor_user_id,
          actor_api_key_id, created_at)
     SELECT id, project_id, 'stale',
-        jsonb_build_object('confidence', jsonb_build_array(before, after))
-            || CASE WHEN active THEN '{{}}' ELSE '{{"active": [true, false]}}' END::jsonb,
+        {changes},
         %(reason)s, %(actor)s, %(actor_user_id)s, %(actor_api_key_id)s, %(now)s
     FROM changed
 )
@@ -577,7 +587,8 @@ def memories_mark_changed(
     a ``stale`` history row naming the ref. Posting the same ref again changes nothing."""
     match, match_params = scope_condition(str(project.pk), paths)
     sql = _STALE_BATCH.format(
-        penalty=policy("staleness_penalty"),
+        after=_lowered(policy("staleness_penalty")),
+        changes=_CONFIDENCE_CHANGES,
         threshold=policy("deactivate_below"),
         memories=MEMORIES,
         policy_join=POLICY_JOIN,
