@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from assembly.budget import Share
 from assembly.packing import LODS
 from assembly.render import PROMPT_PARTS
-from assembly.services import FORMATS, ContextRequest, context_assemble
+from assembly.services import FORMATS, ContextRequest, context_assemble, context_replay
 from assembly.sources import SOURCES
 from assembly.tokens import SUPPORTED_ENCODINGS
 from memories.api.access import project_or_404
@@ -25,6 +26,7 @@ from memories.api.fields import (
     StrictInput,
     StrictIntegerField,
 )
+from memories.api.responses import ThenResponse
 from memories.api.views import PROJECT_PARAM, WRITE_ERRORS, errors
 from memories.text import WRITE_SCOPE_ENTRY_MAX_CHARS, WRITE_SCOPE_MAX_ENTRIES
 
@@ -166,8 +168,16 @@ class ContextView(APIView):
         responses={200: ContextOut, **errors(*WRITE_ERRORS, 409)},
         summary="Assemble the memories for a task into a token budget",
     )
-    def post(self, request: Request, project: str) -> Response:
+    def post(self, request: Request, project: str) -> ThenResponse:
         target = project_or_404(request, project)
+        then: list[Callable[[], None]] = []
+        identity = _identity(request.data)
+        if identity is not None:
+            replayed = context_replay(
+                project=target, identity=identity[0], run_id=identity[1], defer=then.append
+            )
+            if replayed is not None:
+                return ThenResponse(replayed, then=then)
         serializer = ContextIn(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -186,5 +196,26 @@ class ContextView(APIView):
             encoding=data["encoding"],
             prompt={part: data[part] for part in PROMPT_PARTS if data.get(part)},
         )
-        result = context_assemble(project=target, request=context_request, actor=actor_for(request))
-        return Response(result)
+        result = context_assemble(
+            project=target,
+            request=context_request,
+            actor=actor_for(request),
+            defer=then.append,
+            identity=None if identity is None else identity[0],
+        )
+        return ThenResponse(result, then=then)
+
+
+def _identity(body: Any) -> tuple[str, int | None] | None:
+    """A request body's name in the assembly cache (its canonical JSON, without a run id that
+    decides nothing when the run is no source) and its run id: a repeat is answered before
+    it is validated again. None for a body no valid request has."""
+    if not isinstance(body, dict):
+        return None
+    run_id = body.get("runId")
+    if run_id is not None and type(run_id) is not int:
+        return None
+    sources = body.get("sources")
+    if isinstance(sources, list) and "run" not in sources:
+        body = {name: value for name, value in body.items() if name != "runId"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":")), run_id

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any
@@ -21,6 +21,7 @@ from assembly.render import PROMPT_PARTS, render_prompt
 from assembly.sources import SOURCES, SourceResult, fetch
 from assembly.tokens import SUPPORTED_ENCODINGS, count_tokens
 from memories import services as memory_services
+from memories import uses
 from memories.actors import Actor
 from memories.models import MemoryPolicy, Project, Run
 from memories.text import clean_write_scope
@@ -53,12 +54,22 @@ class ContextRequest:
         described.pop("time_budget_ms")
         described["prompt"] = dict(self.prompt)
         described["run_scoped"] = self.run_id if "run" in self.sources else None
-        described["policy"] = [
-            getattr(policy, f.attname) for f in policy._meta.concrete_fields if not f.primary_key
-        ]
-        return hashlib.sha256(
-            json.dumps(described, sort_keys=True, default=str).encode()
-        ).hexdigest()
+        return _digest(described, policy)
+
+
+def _digest(described: Any, policy: MemoryPolicy) -> str:
+    policy_state = [
+        getattr(policy, f.attname) for f in policy._meta.concrete_fields if not f.primary_key
+    ]
+    return hashlib.sha256(
+        json.dumps([described, policy_state], sort_keys=True, default=str).encode()
+    ).hexdigest()
+
+
+def identity_digest(identity: str, policy: MemoryPolicy) -> str:
+    """The cache key of a request named by its caller's own ``identity`` (the API: its
+    canonical JSON body), under the project's policy."""
+    return _digest({"identity": identity}, policy)
 
 
 def _validate(project: Project, request: ContextRequest) -> tuple[int, int]:
@@ -100,19 +111,37 @@ def _shares(project: Project, request: ContextRequest) -> dict[str, Share]:
     return {name: share for name, share in shares.items() if name in request.sources}
 
 
-def context_assemble(*, project: Project, request: ContextRequest, actor: Actor) -> dict[str, Any]:
-    """Assemble, or serve from the cache, then record what was given (run, access counts)."""
+def context_assemble(
+    *,
+    project: Project,
+    request: ContextRequest,
+    actor: Actor,
+    defer: Callable[[Callable[[], None]], None] | None = None,
+    identity: str | None = None,
+) -> dict[str, Any]:
+    """Assemble, or serve from the cache, then record what was given: the run's record at
+    once (a finished run refuses the request), the access counts through ``defer`` when
+    given (e.g. once the response is sent: nothing in it depends on them), else at once.
+
+    ``identity`` names the request in the cache instead of its digest, for a caller that can
+    name a repeat before validating it (see context_replay)."""
     started = time.perf_counter()
     pool, limit = _validate(project, request)
     write_scope = clean_write_scope(list(request.write_scope))
     run = None
     if request.run_id is not None:
-        run = Run.objects.filter(project=project, pk=request.run_id).first()
+        run = _run(project, request.run_id)
         if run is None:
             raise ValidationError({"run_id": "No run with this id in this project."})
     cache_seconds = settings.ASSEMBLY_CACHE_SECONDS
-    digest = request.cache_digest(project.policy) if cache_seconds > 0 else ""
-    lookup = cache.get(project.pk, digest) if cache_seconds > 0 else None
+    lookup = None
+    if cache_seconds > 0:
+        digest = (
+            request.cache_digest(project.policy)
+            if identity is None
+            else identity_digest(identity, project.policy)
+        )
+        lookup = cache.get(project.pk, digest)
     result = lookup.result if lookup else None
     cache_hit = result is not None
     if result is None:
@@ -120,6 +149,47 @@ def context_assemble(*, project: Project, request: ContextRequest, actor: Actor)
         timed_out = any(w["code"] == "SOURCE_TIMEOUT" for w in result["metadata"]["warnings"])
         if lookup and not timed_out:
             cache.put(project.pk, digest, lookup, result, cache_seconds)
+    return _deliver(result, run, cache_hit=cache_hit, started=started, defer=defer)
+
+
+def context_replay(
+    *,
+    project: Project,
+    identity: str,
+    run_id: int | None,
+    defer: Callable[[Callable[[], None]], None] | None = None,
+) -> dict[str, Any] | None:
+    """The answer to a request seen before under ``identity`` (given to context_assemble),
+    served from the cache without validating it again (it was valid when it was stored, and
+    the key holds the project's policy), and recorded as context_assemble records it; None
+    when the cache has no current answer."""
+    if settings.ASSEMBLY_CACHE_SECONDS <= 0:
+        return None
+    started = time.perf_counter()
+    result = cache.get(project.pk, identity_digest(identity, project.policy)).result
+    if result is None:
+        return None
+    run = None
+    if run_id is not None:
+        run = _run(project, run_id)
+        if run is None:  # removed since: the full path says so
+            return None
+    return _deliver(result, run, cache_hit=True, started=started, defer=defer)
+
+
+def _run(project: Project, run_id: int) -> Run | None:
+    return Run.objects.filter(project=project, pk=run_id).first()
+
+
+def _deliver(
+    result: dict[str, Any],
+    run: Run | None,
+    *,
+    cache_hit: bool,
+    started: float,
+    defer: Callable[[Callable[[], None]], None] | None,
+) -> dict[str, Any]:
+    """Record what ``result`` gives (the run, access counts) and stamp its metadata."""
     chosen = [(item["id"], item["score"]) for item in result["items"]]
     if run is not None:
         # First: a finished run is a Conflict, and then nothing else is recorded either.
@@ -127,7 +197,11 @@ def context_assemble(*, project: Project, request: ContextRequest, actor: Actor)
             run=run, ranked=chosen, prompt_hash=result["metadata"]["promptHash"]
         )
     if chosen:
-        memory_services.memories_record_access(memory_ids=[memory_id for memory_id, _ in chosen])
+        record = partial(uses.record, [memory_id for memory_id, _ in chosen])
+        if defer is None:
+            record()
+        else:
+            defer(record)
     metadata = {
         **result["metadata"],
         "cacheHit": cache_hit,

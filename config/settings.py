@@ -216,6 +216,15 @@ CACHES = {
     "assembly": {**_shared_cache, "KEY_PREFIX": "assembly", "TIMEOUT": 300},
 }
 ASSEMBLY_CACHE_SECONDS = env_int("ASSEMBLY_CACHE_SECONDS", 60)
+# Uses of memories (access counts) are noted in this Redis and written in batches
+# (memories.uses); unset (and no CACHE_URL): each use is written at once.
+MEMORY_USES_URL = env_str("MEMORY_USES_URL", CACHE_URL or "")
+MEMORY_USES_FLUSH_SECONDS = env_int("MEMORY_USES_FLUSH_SECONDS", 10)
+CELERY_BEAT_SCHEDULE["flush-memory-uses"] = {
+    "task": "policies.flush_memory_uses",
+    "schedule": MEMORY_USES_FLUSH_SECONDS,
+    "options": {"expire_seconds": max(1, int(MEMORY_USES_FLUSH_SECONDS * 0.9))},
+}
 ASSEMBLY_TIME_BUDGET_MS = env_int("ASSEMBLY_TIME_BUDGET_MS", 500)
 
 # Memory store limits and defaults.

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -774,18 +774,6 @@ def api_key_revoke(*, api_key: ApiKey, now: datetime | None = None) -> ApiKey:
         api_key.revoked_at = now or timezone.now()
         api_key.save(update_fields=["revoked_at"])
     return api_key
-
-
-def memories_record_access(*, memory_ids: Iterable[int], now: datetime | None = None) -> None:
-    """Bookkeeping of use for memories an agent was given: one statement, hand-written because
-    every context request runs it. Not a change of what can be chosen: no history, no cache
-    invalidation; the counted columns are not indexed, so the update stays HOT."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {Memory._meta.db_table} SET access_count = access_count + 1,"
-            " last_accessed_at = %s WHERE id = ANY(%s)",
-            [now or timezone.now(), sorted(set(memory_ids))],
-        )
 
 
 def api_key_touch(*, api_key: ApiKey, now: datetime | None = None) -> None:

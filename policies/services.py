@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from assembly import cache as assembly_cache
 from assembly.tokens import count_tokens
+from memories import uses
 from memories.candidates import scope_condition
 from memories.models import Memory, MemoryEvent, MemoryPolicy, Project
 from memories.text import content_hash
@@ -272,6 +273,7 @@ def decay_memories(
     deactivation threshold it becomes inactive. Pinned and human-approved memories are
     exempt unless the policy says otherwise. ``decayed_at`` makes a second run within the
     period a no-op."""
+    uses.flush()  # decided by the last use: the noted ones first
     return _walk("decay_memories", _DECAY_BATCH, _params(now, batch_size, "system:decay"), seconds)
 
 
@@ -300,6 +302,7 @@ def update_tiers(
     """Active memories are hot, warm or cold by their last use (archived ones are frozen).
     Bookkeeping for the review pages and metrics: no history, nothing an agent is given
     changes, and the tier is in no index, so the updates stay HOT."""
+    uses.flush()
     params = _params(now, batch_size, "system:tiers")
     return _walk("update_tiers", _TIER_BATCH, params, seconds, invalidate=False)
 
@@ -396,6 +399,7 @@ def evict_memories(
 ) -> JobResult:
     """A project over ``max_items`` active memories or ``max_total_tokens`` archives its
     lowest-value memories (tier frozen, restorable) until it fits; pinned ones never go."""
+    uses.flush()
     params = _params(now, batch_size, "system:eviction")
     result = _result("evict_memories", seconds)
     with connection.cursor() as cursor:
@@ -491,6 +495,7 @@ def compress_memories(
 
     The compressor runs outside any transaction (it may call a remote model): each window's
     candidates are read, compressed, then written in one statement that re-checks each row."""
+    uses.flush()
     compressor = compressor or configured_compressor()
     params = _params(now, batch_size, "system:compression", compressor=compressor.name)
     result = _result("compress_memories", seconds)

@@ -13,6 +13,7 @@ from typing import Any
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
+from memories import uses
 from policies import services
 
 TRANSIENT = (OperationalError, InterfaceError)
@@ -47,3 +48,9 @@ consolidate_memories = _task("policies.consolidate_memories", services.consolida
 evict_memories = _task("policies.evict_memories", services.evict_memories)
 clear_run_scratch = _task("policies.clear_run_scratch", services.clear_run_scratch)
 update_tiers = _task("policies.update_tiers", services.update_tiers)
+
+
+@shared_task(name="policies.flush_memory_uses", **TASK_OPTIONS)
+def flush_memory_uses() -> int:
+    """Write the uses of memories noted since the last flush (memories.uses)."""
+    return uses.flush()

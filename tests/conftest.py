@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+import os
 import uuid
 
 import pytest
 
+from memories import uses
 from memories.actors import Actor
 from memories.candidates import forget_common_words
 from tests.factories import MemoryFactory, ProjectFactory, ReviewerFactory, RunFactory, UserFactory
+
+USES_REDIS = os.environ.get("TEST_MEMORY_USES_URL", "redis://127.0.0.1:6379/13")
 
 
 @pytest.fixture(autouse=True)
@@ -58,6 +62,22 @@ def make_run(db):
 def _fresh_word_statistics():
     """Each test reads the table's statistics of common words afresh."""
     forget_common_words()
+
+
+@pytest.fixture(autouse=True)
+def _uses_written_at_once(settings):
+    """Uses of memories are written at once unless a test gives them a Redis buffer."""
+    settings.MEMORY_USES_URL = ""
+
+
+@pytest.fixture
+def buffered(settings):
+    """Uses noted in the machine's Redis, under this test database's keys (emptied after)."""
+    settings.MEMORY_USES_URL = USES_REDIS
+    client, counts, last = uses._buffer()
+    client.delete(counts, last)
+    yield client, counts, last
+    client.delete(counts, last)
 
 
 @pytest.fixture(autouse=True)

@@ -145,6 +145,44 @@ def test_chosen_memories_count_an_access(project, make_memory):
     assert memory.last_accessed_at is not None
 
 
+def test_over_the_api_access_is_counted_once_the_response_is_sent(project, make_memory):
+    memory = make_memory(project=project)
+    then = []
+    result = context_assemble(
+        project=project,
+        request=ContextRequest(token_budget=2000),
+        actor=SYSTEM,
+        defer=then.append,
+    )
+    assert [item["id"] for item in result["items"]] == [memory.pk]
+    memory.refresh_from_db()
+    assert memory.access_count == 0  # handed over, not yet run
+    then[0]()
+    memory.refresh_from_db()
+    assert memory.access_count == 1
+    # The API hands it to the response, which runs it when the server closes it.
+    response = client_with_key(project).post(
+        url(project, "context"), {"tokenBudget": 2000}, format="json"
+    )
+    assert response.status_code == 200
+    memory.refresh_from_db()
+    assert memory.access_count == 2
+
+
+def test_work_after_the_response_that_fails_is_logged_not_raised(caplog):
+    from memories.api.responses import ThenResponse
+
+    ran = []
+
+    def broken():
+        raise RuntimeError("database went away")
+
+    response = ThenResponse({}, then=[broken, lambda: ran.append(True)])
+    response.close()
+    assert ran == [True]
+    assert "Work after the response failed" in caplog.text
+
+
 def test_cache_hit_until_a_memory_changes(project, make_memory, django_capture_on_commit_callbacks):
     memory = make_memory(project=project, content="cached")
     assert assemble(project)["metadata"]["cacheHit"] is False
@@ -154,6 +192,78 @@ def test_cache_hit_until_a_memory_changes(project, make_memory, django_capture_o
     again = assemble(project)
     assert again["metadata"]["cacheHit"] is False
     assert "changed" in again["text"]
+
+
+def test_an_api_repeat_is_answered_from_the_cache_before_validation(
+    project, make_memory, make_run, monkeypatch, django_capture_on_commit_callbacks
+):
+    from assembly import api
+
+    memory = make_memory(project=project, content="Replayed.")
+    run = make_run(project=project)
+    agent = client_with_key(project)
+    body = {"tokenBudget": 500, "intent": "replay", "runId": run.pk}
+    first = agent.post(url(project, "context"), body, format="json").json()
+    assert first["metadata"]["cacheHit"] is False
+
+    def never(*args, **kwargs):
+        raise AssertionError("a repeat was validated again")
+
+    monkeypatch.setattr(api.ContextIn, "is_valid", never)
+    # Keys in another order are the same request.
+    again = agent.post(url(project, "context"), dict(reversed(body.items())), format="json")
+    assert again.status_code == 200
+    repeat = again.json()
+    assert repeat["metadata"]["cacheHit"] is True
+    assert (repeat["text"], repeat["items"]) == (first["text"], first["items"])
+    # Recorded as an assembly records: the run was given it, and the access counted.
+    assert list(run.given.values_list("memory_id", flat=True)) == [memory.pk]
+    memory.refresh_from_db()
+    assert memory.access_count == 2
+    # A finished run refuses a repeat as it refuses the first request.
+    services.run_record_outcome(run=run, outcome="succeeded", actor=SYSTEM)
+    assert agent.post(url(project, "context"), body, format="json").status_code == 409
+    # A write makes the repeat a new assembly (and validates it).
+    monkeypatch.undo()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.memory_update(memory=memory, actor=SYSTEM, content="Changed.")
+    fresh = agent.post(url(project, "context"), {**body, "runId": None}, format="json").json()
+    assert fresh["metadata"]["cacheHit"] is False
+    assert "Changed." in fresh["text"]
+
+
+def test_a_repeat_names_its_run_only_when_the_run_is_a_source(project, make_memory, make_run):
+    make_memory(project=project)
+    agent = client_with_key(project)
+    runs = [make_run(project=project) for _ in range(2)]
+    without_run = {"tokenBudget": 500, "sources": ["project", "global"]}
+    hits = [
+        agent.post(url(project, "context"), {**without_run, "runId": run.pk}, format="json").json()[
+            "metadata"
+        ]["cacheHit"]
+        for run in runs
+    ]
+    assert hits == [False, True]
+    assert all(run.given.count() == 1 for run in runs)
+    with_run = [
+        agent.post(
+            url(project, "context"), {"tokenBudget": 500, "runId": run.pk}, format="json"
+        ).json()["metadata"]["cacheHit"]
+        for run in runs
+    ]
+    assert with_run == [False, False]  # each run's own memories are part of the answer
+
+
+def test_a_repeat_naming_a_run_removed_since_is_refused(project, make_memory, make_run):
+    make_memory(project=project)
+    run = make_run(project=project)
+    agent = client_with_key(project)
+    body = {"tokenBudget": 500, "runId": run.pk}
+    assert agent.post(url(project, "context"), body, format="json").status_code == 200
+    Run.objects.filter(pk=run.pk).delete()
+    response = agent.post(url(project, "context"), body, format="json")
+    assert response.status_code == 400
+    assert "runId" in response.json()["error"]["fields"]
 
 
 def test_an_edited_policy_is_not_served_from_the_cache(project, make_memory):

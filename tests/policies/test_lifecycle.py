@@ -10,6 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memories import services as memory_services
+from memories import uses
 from memories.actors import Actor
 from memories.models import EventAction, Memory, MemoryEvent, MemoryPolicy, RunStatus
 from policies import services
@@ -429,3 +430,13 @@ def test_an_openai_compatible_endpoint_can_compress_and_falls_back_when_it_fails
     assert compressor.compress(LONG, 20) == extractive
     answer.update(status=200, content=LONG + " And more.")
     assert compressor.compress(LONG, 20) == extractive
+
+
+def test_decay_counts_the_noted_uses_first(make_memory, age, buffered):
+    used, idle = age([make_memory(), make_memory()], created=90, accessed=60)
+    uses.record([used.pk])
+    services.decay_memories()
+    used.refresh_from_db()
+    idle.refresh_from_db()
+    assert (used.access_count, used.decayed_at) == (1, None)
+    assert idle.decayed_at is not None

@@ -1,0 +1,32 @@
+"""Responses that finish their bookkeeping once they have been sent."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
+
+
+class ThenResponse(Response):
+    """A response with work to do after the client has it (WSGI servers, and Django's test
+    client, close a response once its body is written): bookkeeping that the answer does
+    not depend on, so it adds nothing to the caller's wait. A failing task is logged; the
+    response was already sent."""
+
+    def __init__(self, data: Any = None, *, then: list[Callable[[], None]], **kwargs: Any):
+        super().__init__(data, **kwargs)
+        self.then = then
+
+    def close(self) -> None:
+        try:
+            for task in self.then:
+                try:
+                    task()
+                except Exception:
+                    logger.exception("Work after the response failed: %r", task)
+        finally:
+            super().close()
