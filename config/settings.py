@@ -133,6 +133,8 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Expiry and decay run as this many parts at once (one per worker process).
+POLICY_JOB_PARTS = env_int("POLICY_JOB_PARTS", 2)
 # The beat schedule, declared here; migrate and beat's start copy it into the admin
 # (Periodic tasks), where a job can be paused.
 _HOUR = 60 * 60

@@ -9,6 +9,7 @@ worker, finds nothing left to do and writes no second history row.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,10 @@ from policies.compression import Compressor, configured_compressor
 from policies.models import JobState
 
 BATCH_SIZE = 5000
+# The memories a run of a job covers, by id: (after, up to]. Jobs that take one can run as
+# several parts at once (``id_parts``), one per worker process.
+IdRange = tuple[int, int]
+ALL_IDS: IdRange = (0, 2**63 - 1)
 
 MEMORIES = Memory._meta.db_table
 EVENTS = MemoryEvent._meta.db_table
@@ -95,9 +100,12 @@ def _result(job: str, seconds: float | None) -> JobResult:
     return JobResult(job, deadline=None if seconds is None else time.monotonic() + seconds)
 
 
-def record_run(job: Callable[..., JobResult], **kwargs: Any) -> JobResult:
-    """Run a job and keep its last run in its JobState (started, finished, what changed)."""
-    name = job.__name__
+def record_run(
+    job: Callable[..., JobResult], *, name: str | None = None, **kwargs: Any
+) -> JobResult:
+    """Run a job and keep its last run in its JobState (started, finished, what changed),
+    under ``name`` (by default the job's)."""
+    name = name or job.__name__
     JobState.objects.update_or_create(name=name, defaults={"last_started_at": timezone.now()})
     result = job(**kwargs)
     JobState.objects.filter(name=name).update(
@@ -140,7 +148,8 @@ def _drain(job: str, sql: str, params: dict[str, Any], seconds: float | None) ->
 
 # A window of the next ``batch_size`` rows of a walk, by id after the last window's end.
 _WINDOW = """win AS (
-    SELECT id FROM {table} WHERE {walk} AND id > %(after)s ORDER BY id LIMIT %(batch_size)s
+    SELECT id FROM {table} WHERE {walk} AND id > %(after)s AND id <= %(ids_upto)s
+    ORDER BY id LIMIT %(batch_size)s
 )"""
 # The last statement of a walk's batch: the window's end (NULL past the last row) and the
 # changed rows per project.
@@ -160,16 +169,17 @@ def _walk(
     *,
     invalidate: bool = True,
     resume: bool = False,
+    ids: IdRange = ALL_IDS,
 ) -> JobResult:
-    """Run a batch statement over consecutive id windows of the job's partial index: each
-    statement reads at most ``batch_size`` rows, whatever the table's size. With ``resume``
-    the walk starts where the job's last walk ended (its JobState cursor), which each batch
-    moves in its own transaction."""
+    """Run a batch statement over consecutive id windows of the job's partial index, within
+    ``ids``: each statement reads at most ``batch_size`` rows, whatever the table's size.
+    With ``resume`` the walk starts where the job's last walk ended (its JobState cursor),
+    which each batch moves in its own transaction."""
     result = _result(job, seconds)
-    after = JobState.objects.get_or_create(name=job)[0].cursor if resume else 0
+    after = JobState.objects.get_or_create(name=job)[0].cursor if resume else ids[0]
     while not result.out_of_time():
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, {**params, "after": after})
+            cursor.execute(sql, {**params, "after": after, "ids_upto": ids[1]})
             rows = cursor.fetchall()
             counts = _changed_counts((project_id, n) for _, project_id, n in rows)
             if resume and rows[0][0] is not None:
@@ -183,6 +193,20 @@ def _walk(
     return result
 
 
+def id_parts(count: int) -> list[IdRange]:
+    """``count`` ranges of ids that together cover every active memory, of about equal size
+    (ids are dense): for a job run as parts at once."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT min(id) - 1, max(id) FROM {MEMORIES} WHERE active")
+        first, last = cursor.fetchone()
+    if first is None or count <= 1:
+        return [ALL_IDS]
+    step = -(-(last - first) // count)
+    bounds = [first + step * part for part in range(count)] + [ALL_IDS[1]]
+    bounds[0] = ALL_IDS[0]
+    return list(itertools.pairwise(bounds))
+
+
 def _walk_statement(walk: str, body: str) -> str:
     window = _WINDOW.format(table=MEMORIES, walk=walk)
     return f"WITH {window}, {body}{_WALK_RESULT}"
@@ -194,6 +218,7 @@ _EXPIRE_BATCH = f"""
 WITH batch AS (
     SELECT id FROM {MEMORIES}
     WHERE active AND expires_at IS NOT NULL AND expires_at <= %(now)s
+        AND id > %(ids_after)s AND id <= %(ids_upto)s
     ORDER BY expires_at, id
     LIMIT %(batch_size)s
     FOR UPDATE SKIP LOCKED
@@ -213,13 +238,16 @@ SELECT project_id, count(*) FROM changed GROUP BY project_id
 
 
 def expire_memories(
-    *, now: datetime | None = None, batch_size: int = BATCH_SIZE, seconds: float | None = None
+    *,
+    now: datetime | None = None,
+    batch_size: int = BATCH_SIZE,
+    seconds: float | None = None,
+    ids: IdRange = ALL_IDS,
 ) -> JobResult:
     """Memories whose ``expires_at`` has passed become inactive, each with an ``expired``
     history row. Batches run until none is full."""
-    return _drain(
-        "expire_memories", _EXPIRE_BATCH, _params(now, batch_size, "system:expiry"), seconds
-    )
+    params = _params(now, batch_size, "system:expiry", ids_after=ids[0], ids_upto=ids[1])
+    return _drain("expire_memories", _EXPIRE_BATCH, params, seconds)
 
 
 # --- 2. confidence decay ----------------------------------------------------------------------
@@ -266,7 +294,11 @@ _DECAY_BATCH = _walk_statement(
 
 
 def decay_memories(
-    *, now: datetime | None = None, batch_size: int = BATCH_SIZE, seconds: float | None = None
+    *,
+    now: datetime | None = None,
+    batch_size: int = BATCH_SIZE,
+    seconds: float | None = None,
+    ids: IdRange = ALL_IDS,
 ) -> JobResult:
     """A memory not given to an agent for ``decay_after_days`` loses ``decay_step`` of
     confidence once per ``decay_period_days`` (never below 0); below the policy's
@@ -274,7 +306,8 @@ def decay_memories(
     exempt unless the policy says otherwise. ``decayed_at`` makes a second run within the
     period a no-op."""
     uses.flush()  # decided by the last use: the noted ones first
-    return _walk("decay_memories", _DECAY_BATCH, _params(now, batch_size, "system:decay"), seconds)
+    params = _params(now, batch_size, "system:decay")
+    return _walk("decay_memories", _DECAY_BATCH, params, seconds, ids=ids)
 
 
 # --- 7. tiers ---------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from memories import uses
@@ -41,8 +42,41 @@ def _task(name: str, job: Callable[..., services.JobResult]) -> Any:
     return shared_task(name=name, **TASK_OPTIONS)(run)
 
 
-expire_memories = _task("policies.expire_memories", services.expire_memories)
-decay_memories = _task("policies.decay_memories", services.decay_memories)
+def _task_in_parts(name: str, job: Callable[..., services.JobResult]) -> Any:
+    """A job that covers a range of ids. Sent by the beat without one, the task sends itself
+    once per part (``POLICY_JOB_PARTS``, one per worker process; to the queue it came from),
+    each with its range, so the parts run at once; each part records its own run. With one
+    part it runs the whole job itself."""
+
+    def run(
+        self: Task,
+        part: int | None = None,
+        parts: int = 1,
+        after: int = services.ALL_IDS[0],
+        upto: int = services.ALL_IDS[1],
+    ) -> dict[str, int | bool]:
+        if part is None:
+            ranges = services.id_parts(settings.POLICY_JOB_PARTS)
+            if len(ranges) > 1:
+                queue = (self.request.delivery_info or {}).get("routing_key")
+                for number, (first, last) in enumerate(ranges, start=1):
+                    self.apply_async(
+                        kwargs={"part": number, "parts": len(ranges), "after": first, "upto": last},
+                        queue=queue,
+                    )
+                return {"parts": len(ranges)}
+        label = job.__name__ if parts == 1 else f"{job.__name__}, part {part} of {parts}"
+        return services.record_run(
+            job, name=label, seconds=JOB_SECONDS, ids=(after, upto)
+        ).summary()
+
+    run.__name__ = run.__qualname__ = name.rsplit(".", 1)[1]
+    run.__doc__ = job.__doc__
+    return shared_task(name=name, bind=True, **TASK_OPTIONS)(run)
+
+
+expire_memories = _task_in_parts("policies.expire_memories", services.expire_memories)
+decay_memories = _task_in_parts("policies.decay_memories", services.decay_memories)
 compress_memories = _task("policies.compress_memories", services.compress_memories)
 consolidate_memories = _task("policies.consolidate_memories", services.consolidate_memories)
 evict_memories = _task("policies.evict_memories", services.evict_memories)

@@ -65,6 +65,12 @@ def _fresh_word_statistics():
 
 
 @pytest.fixture(autouse=True)
+def _jobs_in_one_part(settings):
+    """A policy task run in a test does its whole job itself unless the test asks for parts."""
+    settings.POLICY_JOB_PARTS = 1
+
+
+@pytest.fixture(autouse=True)
 def _uses_written_at_once(settings):
     """Uses of memories are written at once unless a test gives them a Redis buffer."""
     settings.MEMORY_USES_URL = ""

@@ -440,3 +440,35 @@ def test_decay_counts_the_noted_uses_first(make_memory, age, buffered):
     idle.refresh_from_db()
     assert (used.access_count, used.decayed_at) == (1, None)
     assert idle.decayed_at is not None
+
+
+def test_a_job_in_parts_ends_as_the_whole_job_does(project, make_memory, age, state):
+    memories = age([make_memory(project=project) for _ in range(9)], created=90)
+    age(memories[:3], created=400, expires_at=timezone.now() - timedelta(days=1))
+    parts = services.id_parts(3)
+    # Consecutive ranges from the first id to the last possible one: every memory is in one.
+    assert [first for first, _ in parts[1:]] == [last for _, last in parts[:-1]]
+    assert (parts[0][0], parts[-1][1]) == services.ALL_IDS
+    assert all(sum(first < m.pk <= last for first, last in parts) == 1 for m in memories)
+    now = timezone.now()
+    changed = [
+        (
+            services.expire_memories(now=now, ids=ids).total,
+            services.decay_memories(now=now, ids=ids).total,
+        )
+        for ids in parts
+    ]
+    assert sum(expired for expired, _ in changed) == 3
+    assert sum(decayed for _, decayed in changed) == 6
+    assert all(expired + decayed > 0 for expired, decayed in changed)  # each part did some
+    in_parts = state()
+    # Done again whole, nothing is left to do.
+    assert services.expire_memories(now=now).total == services.decay_memories(now=now).total == 0
+    assert state() == in_parts
+
+
+def test_a_range_of_ids_bounds_a_job(project, make_memory, age):
+    first, second = age([make_memory(project=project), make_memory(project=project)], created=90)
+    assert services.decay_memories(ids=(first.pk - 1, first.pk)).total == 1
+    second.refresh_from_db()
+    assert second.decayed_at is None

@@ -210,3 +210,24 @@ def test_a_worker_killed_in_a_batch_leaves_no_half_of_it_and_the_next_run_finish
     assert not MemoryEvent.objects.filter(action="decayed").exists()
     assert tasks.decay_memories.apply().get()["changed"] == 20
     assert MemoryEvent.objects.filter(action="decayed").count() == len(memories)
+
+
+@pytest.mark.django_db
+def test_the_beat_task_sends_one_part_per_worker_process_and_each_records_its_run(
+    project, make_memory, settings
+):
+    from policies.models import JobState
+
+    settings.POLICY_JOB_PARTS = 2
+    memories = [make_memory(project=project) for _ in range(6)]
+    Memory.objects.update(created_at=timezone.now() - timedelta(days=90))
+    app.conf.task_always_eager = True  # the parts run here, as they are sent
+    try:
+        assert tasks.decay_memories.apply().get() == {"parts": 2}
+    finally:
+        app.conf.task_always_eager = False
+    assert MemoryEvent.objects.filter(action="decayed").count() == len(memories)
+    runs = dict(JobState.objects.values_list("name", "last_changed"))
+    assert set(runs) == {"decay_memories, part 1 of 2", "decay_memories, part 2 of 2"}
+    assert sum(runs.values()) == len(memories)
+    assert all(runs.values())
