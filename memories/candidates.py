@@ -213,13 +213,17 @@ def candidate_query(
     }
     ctes: list[str] = []
     branches: list[str] = []
+    # Whether a pool row matches the write scope, decided once per row of the pool (a row
+    # found by words or quality may match too, when the scope had more than SCOPE_POOL).
+    tag_matches: list[str] = []
     for i, source in enumerate(sources):
         params.update(source.params)
         params[f"owner_{i}"] = source.owner
         lookup, lookup_params = _scope_lookup(i, source, probe)
         params.update(lookup_params)
         tag_match = _tag_match(i, probe)
-        select = f"SELECT m.id, m.confidence, {i} AS source, {tag_match} AS tag_match"
+        tag_matches.append(f"WHEN {i} THEN {tag_match}")
+        select = f"SELECT m.id, m.confidence, {i} AS source"
 
         def usable(where: str, select: str = select) -> str:
             return f"{select}, true AS usable FROM project_memories m WHERE {where} AND {_USABLE}"
@@ -250,19 +254,22 @@ def candidate_query(
     if with_intent:
         ctes.insert(0, _QUERY)
     ctes.append("pool AS (" + "\n  UNION ".join(branches) + ")")
+    tag_match = f"CASE pool.source {' '.join(tag_matches)} END"
     chosen = (
-        f"SELECT {columns}, pool.source, pool.tag_match, {{rank}} AS text_rank,"
+        f"SELECT {columns}, pool.source, {{tag_match}} AS tag_match, {{rank}} AS text_rank,"
         " m.confidence * m.relevance_score AS quality, pool.usable"
         " FROM {pool} JOIN project_memories m ON m.id = pool.id"
     )
-    body = chosen.format(rank=text_rank, pool="pool") + (
+    body = chosen.format(tag_match=tag_match, rank=text_rank, pool="pool") + (
         " WHERE pool.usable"
-        " ORDER BY pool.tag_match DESC, text_rank DESC, quality DESC, m.confidence DESC, m.id"
+        " ORDER BY tag_match DESC, text_rank DESC, quality DESC, m.confidence DESC, m.id"
         " LIMIT %(size)s"
     )
     if left_out:
-        # Ordered and cut in the pool, so only the rows shown are read again.
+        # Ordered and cut in the pool, so only the rows shown are read again; all of them
+        # come from the write-scope lookup.
         left = chosen.format(
+            tag_match="true",
             rank="0.0::float8",
             pool="(SELECT * FROM pool WHERE NOT pool.usable"
             " ORDER BY pool.confidence DESC, pool.id LIMIT %(left_out)s) AS pool",
