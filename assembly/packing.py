@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from assembly.budget import DEFAULT_SHARES, Share, allocate
 from assembly.render import memory_line, render_section
-from assembly.tokens import count_tokens
+from assembly.tokens import count_line_tokens, count_tokens
 
 LODS: tuple[str, ...] = ("macro", "micro", "atomic", "adaptive")
 MICRO_WORDS = 40
@@ -129,7 +129,7 @@ def pack(
     base = "macro" if lod == "adaptive" else lod
 
     def cost(line: str) -> int:
-        return count_tokens("\n" + line, encoding)
+        return count_line_tokens("\n" + line, encoding)
 
     frame = count_tokens(render(render_section(["x"])), encoding) - count_tokens("\n- x", encoding)
     pool = max(0, budget - max(frame, 0))

@@ -13,7 +13,7 @@ import gzip
 import hashlib
 import os
 import threading
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -71,3 +71,10 @@ def get_encoding(name: str | None = None) -> tiktoken.Encoding:
 def count_tokens(text: str, encoding: str | None = None) -> int:
     """The exact number of tokens of ``text`` in ``encoding``."""
     return len(get_encoding(encoding).encode(text, disallowed_special=()))
+
+
+@lru_cache(maxsize=20_000)
+def count_line_tokens(text: str, encoding: str) -> int:
+    """count_tokens for the lines of memories, remembered: the same memories are ranked again
+    and again (a few MB per process)."""
+    return count_tokens(text, encoding)
