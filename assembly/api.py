@@ -26,7 +26,7 @@ from memories.api.fields import (
     StrictInput,
     StrictIntegerField,
 )
-from memories.api.responses import ThenResponse
+from memories.api.responses import ThenJSONResponse, ThenResponse
 from memories.api.views import PROJECT_PARAM, WRITE_ERRORS, errors
 from memories.text import WRITE_SCOPE_ENTRY_MAX_CHARS, WRITE_SCOPE_MAX_ENTRIES
 
@@ -168,7 +168,7 @@ class ContextView(APIView):
         responses={200: ContextOut, **errors(*WRITE_ERRORS, 409)},
         summary="Assemble the memories for a task into a token budget",
     )
-    def post(self, request: Request, project: str) -> ThenResponse:
+    def post(self, request: Request, project: str) -> ThenResponse | ThenJSONResponse:
         target = project_or_404(request, project)
         then: list[Callable[[], None]] = []
         identity = _identity(request.data)
@@ -177,7 +177,7 @@ class ContextView(APIView):
                 project=target, identity=identity[0], run_id=identity[1], defer=then.append
             )
             if replayed is not None:
-                return ThenResponse(replayed, then=then)
+                return ThenJSONResponse(replayed, then=then)
         serializer = ContextIn(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

@@ -41,11 +41,21 @@ def invalidate(project_ids: Iterable[int | None]) -> None:
 
 
 @dataclass(frozen=True)
+class Answer:
+    """A cached assembly: its JSON (as the API sends it, without the per-response metadata
+    that ends it), and what recording a repeat needs without reading it."""
+
+    body: bytes
+    given: list[tuple[int, float]]
+    prompt_hash: str
+
+
+@dataclass(frozen=True)
 class Lookup:
     """What the cache holds for a request, and the versions it was read at (the ones to store
     a fresh result under)."""
 
-    result: dict | None
+    answer: Answer | None
     versions: tuple[str, str]
 
 
@@ -62,11 +72,11 @@ def get(project_id: int, digest: str) -> Lookup:
     entry = found.get(keys[2])
     if entry is None or tuple(entry["versions"]) != versions:
         return Lookup(None, versions)
-    return Lookup(entry["result"], versions)
+    return Lookup(entry["answer"], versions)
 
 
-def put(project_id: int, digest: str, lookup: Lookup, result: dict, timeout: int) -> None:
-    """Store a result under the versions read before it was assembled: if a write committed
+def put(project_id: int, digest: str, lookup: Lookup, answer: Answer, timeout: int) -> None:
+    """Store an answer under the versions read before it was assembled: if a write committed
     meanwhile, the versions moved and the entry is never served."""
-    entry = {"versions": lookup.versions, "result": result}
+    entry = {"versions": lookup.versions, "answer": answer}
     caches[CACHE_ALIAS].set(_entry_key(project_id, digest), entry, timeout=timeout)

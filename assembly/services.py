@@ -142,14 +142,19 @@ def context_assemble(
             else identity_digest(identity, project.policy)
         )
         lookup = cache.get(project.pk, digest)
-    result = lookup.result if lookup else None
-    cache_hit = result is not None
-    if result is None:
-        result = _assemble(project, request, run, write_scope, pool, limit, started)
-        timed_out = any(w["code"] == "SOURCE_TIMEOUT" for w in result["metadata"]["warnings"])
-        if lookup and not timed_out:
-            cache.put(project.pk, digest, lookup, result, cache_seconds)
-    return _deliver(result, run, cache_hit=cache_hit, started=started, defer=defer)
+    if lookup and lookup.answer:
+        result = json.loads(lookup.answer.body)
+        return _deliver(result, run, cache_hit=True, started=started, defer=defer)
+    result = _assemble(project, request, run, write_scope, pool, limit, started)
+    timed_out = any(w["code"] == "SOURCE_TIMEOUT" for w in result["metadata"]["warnings"])
+    if lookup and not timed_out:
+        answer = cache.Answer(
+            body=json_bytes(result),
+            given=_given(result),
+            prompt_hash=result["metadata"]["promptHash"],
+        )
+        cache.put(project.pk, digest, lookup, answer, cache_seconds)
+    return _deliver(result, run, cache_hit=False, started=started, defer=defer)
 
 
 def context_replay(
@@ -158,23 +163,41 @@ def context_replay(
     identity: str,
     run_id: int | None,
     defer: Callable[[Callable[[], None]], None] | None = None,
-) -> dict[str, Any] | None:
+) -> bytes | None:
     """The answer to a request seen before under ``identity`` (given to context_assemble),
-    served from the cache without validating it again (it was valid when it was stored, and
-    the key holds the project's policy), and recorded as context_assemble records it; None
-    when the cache has no current answer."""
+    as the JSON the API sends: served from the cache without validating the request again
+    (it was valid when it was stored, and the key holds the project's policy) or reading
+    the answer back into objects, and recorded as context_assemble records it; None when
+    the cache has no current answer."""
     if settings.ASSEMBLY_CACHE_SECONDS <= 0:
         return None
     started = time.perf_counter()
-    result = cache.get(project.pk, identity_digest(identity, project.policy)).result
-    if result is None:
+    answer = cache.get(project.pk, identity_digest(identity, project.policy)).answer
+    if answer is None:
         return None
     run = None
     if run_id is not None:
         run = _run(project, run_id)
         if run is None:  # removed since: the full path says so
             return None
-    return _deliver(result, run, cache_hit=True, started=started, defer=defer)
+    _record(answer.given, answer.prompt_hash, run, defer)
+    # The stored JSON ends with the metadata object, which ends the answer: the two values
+    # of this response close both.
+    stamp = {"cacheHit": True, "assemblyTimeMs": _elapsed_ms(started)}
+    return answer.body[:-2] + b"," + json_bytes(stamp)[1:] + b"}"
+
+
+def json_bytes(value: Any) -> bytes:
+    """JSON as the API renders it (compact, UTF-8, no NaN)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+def _given(result: dict[str, Any]) -> list[tuple[int, float]]:
+    return [(item["id"], item["score"]) for item in result["items"]]
+
+
+def _elapsed_ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)
 
 
 def _run(project: Project, run_id: int) -> Run | None:
@@ -190,24 +213,31 @@ def _deliver(
     defer: Callable[[Callable[[], None]], None] | None,
 ) -> dict[str, Any]:
     """Record what ``result`` gives (the run, access counts) and stamp its metadata."""
-    chosen = [(item["id"], item["score"]) for item in result["items"]]
+    _record(_given(result), result["metadata"]["promptHash"], run, defer)
+    metadata = {
+        **result["metadata"],
+        "cacheHit": cache_hit,
+        "assemblyTimeMs": _elapsed_ms(started),
+    }
+    return {**result, "metadata": metadata}
+
+
+def _record(
+    given: list[tuple[int, float]],
+    prompt_hash: str,
+    run: Run | None,
+    defer: Callable[[Callable[[], None]], None] | None,
+) -> None:
+    """The run's record at once (a finished run is a Conflict, and then nothing else is
+    recorded either), the uses through ``defer`` (or at once)."""
     if run is not None:
-        # First: a finished run is a Conflict, and then nothing else is recorded either.
-        memory_services.run_give_memories(
-            run=run, ranked=chosen, prompt_hash=result["metadata"]["promptHash"]
-        )
-    if chosen:
-        record = partial(uses.record, [memory_id for memory_id, _ in chosen])
+        memory_services.run_give_memories(run=run, ranked=given, prompt_hash=prompt_hash)
+    if given:
+        record = partial(uses.record, [memory_id for memory_id, _ in given])
         if defer is None:
             record()
         else:
             defer(record)
-    metadata = {
-        **result["metadata"],
-        "cacheHit": cache_hit,
-        "assemblyTimeMs": round((time.perf_counter() - started) * 1000, 2),
-    }
-    return {**result, "metadata": metadata}
 
 
 def _assemble(

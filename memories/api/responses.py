@@ -6,20 +6,19 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from django.http import HttpResponse
 from rest_framework.response import Response
 
 logger = logging.getLogger(__name__)
 
 
-class ThenResponse(Response):
-    """A response with work to do after the client has it (WSGI servers, and Django's test
-    client, close a response once its body is written): bookkeeping that the answer does
-    not depend on, so it adds nothing to the caller's wait. A failing task is logged; the
-    response was already sent."""
+class _Then:
+    """Work to do after the client has the response (WSGI servers, and Django's test client,
+    close a response once its body is written): bookkeeping that the answer does not depend
+    on, so it adds nothing to the caller's wait. A failing task is logged; the response was
+    already sent."""
 
-    def __init__(self, data: Any = None, *, then: list[Callable[[], None]], **kwargs: Any):
-        super().__init__(data, **kwargs)
-        self.then = then
+    then: list[Callable[[], None]]
 
     def close(self) -> None:
         try:
@@ -29,4 +28,18 @@ class ThenResponse(Response):
                 except Exception:
                     logger.exception("Work after the response failed: %r", task)
         finally:
-            super().close()
+            super().close()  # type: ignore[misc]
+
+
+class ThenResponse(_Then, Response):
+    def __init__(self, data: Any = None, *, then: list[Callable[[], None]], **kwargs: Any):
+        super().__init__(data, **kwargs)
+        self.then = then
+
+
+class ThenJSONResponse(_Then, HttpResponse):
+    """JSON already rendered (as the API renders it)."""
+
+    def __init__(self, content: bytes, *, then: list[Callable[[], None]]):
+        super().__init__(content, content_type="application/json")
+        self.then = then
