@@ -83,6 +83,9 @@ else:
 _database["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
 _database["CONN_HEALTH_CHECKS"] = True
 _database.setdefault("OPTIONS", {})
+# psycopg prepares only the statements asked to be prepared (memories.statements): a number
+# of runs this large is never reached (None would refuse even those).
+_database["OPTIONS"].setdefault("prepare_threshold", 2**31 - 1)
 _database["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "") or None}
 DATABASES = {"default": _database}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

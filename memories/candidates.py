@@ -23,11 +23,12 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 import psycopg
 from django.db import OperationalError, connection, transaction
 
+from memories.statements import server_cursor
 from memories.tags import Probe, probe_keys, scope_patterns
 
 SCOPE_POOL = 1000
@@ -296,16 +297,16 @@ def fetch_dicts(
     transaction a savepoint keeps the cancellation from aborting the rest of it."""
     connection.ensure_connection()
     if timeout_ms is None:
-        with _cursor() as cursor:
+        with server_cursor() as cursor:
             cursor.execute(sql, params)
             return _dicts(cursor)
     inside = transaction.atomic() if connection.in_atomic_block else nullcontext()
     try:
         with (
             inside,
-            _cursor() as setting,
-            _cursor() as cursor,
-            _cursor() as reset,
+            server_cursor() as setting,
+            server_cursor() as cursor,
+            server_cursor() as reset,
             connection.connection.pipeline(),
         ):
             setting.execute(
@@ -320,12 +321,6 @@ def fetch_dicts(
         if getattr(cause, "sqlstate", None) == "57014":  # query_canceled
             raise Cancelled from error
         raise
-
-
-def _cursor() -> Any:
-    raw = psycopg.Cursor(connection.connection)
-    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
-    return wrap(cast(Any, raw))
 
 
 def _dicts(cursor: Any) -> list[dict[str, Any]]:

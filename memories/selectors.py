@@ -13,6 +13,7 @@ from django.utils import timezone
 from memories.candidates import candidate_query, global_source, project_source
 from memories.keys import secret_matches, split_token
 from memories.models import ApiKey, Memory, MemoryEvent, MemoryPolicy, Project
+from memories.statements import server_cursor
 
 # Memory columns for model instances built from the candidate query (not the generated ones).
 _MODEL_COLUMNS = ", ".join(f"m.{f.column}" for f in Memory._meta.concrete_fields if not f.generated)
@@ -68,7 +69,7 @@ def api_key_for_token(token: str) -> ApiKey | None:
     if parts is None:
         return None
     prefix, secret = parts
-    with connection.cursor() as cursor:
+    with server_cursor(prepare=True) as cursor:  # one plan for every request
         cursor.execute(_KEY_SQL, [prefix])
         row = cursor.fetchone()
     if row is None:

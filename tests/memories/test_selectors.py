@@ -193,3 +193,21 @@ def test_selection_is_one_query(project, make_memory, django_assert_num_queries)
     project = type(project).objects.select_related("policy").get(pk=project.pk)
     with django_assert_num_queries(1):
         memories_for_task(project=project, write_scope=["src/m3/a.py", "src/**"])
+
+
+def test_the_key_lookup_is_planned_once_per_connection(project):
+    from django.db import connection
+
+    from memories.selectors import api_key_for_token
+
+    key, token = services.api_key_create(project=project, name="agent")
+    for _ in range(3):
+        assert api_key_for_token(token) == key
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+            ["%FROM memories_apikey k%"],
+        )
+        assert cursor.fetchone()[0] == 1
+    services.api_key_revoke(api_key=key)
+    assert api_key_for_token(token) is None  # the plan is kept, not the answer
