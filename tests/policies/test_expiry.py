@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from memories.models import EventAction, Memory, MemoryEvent
@@ -62,23 +60,9 @@ def test_works_through_in_bounded_batches(project, make_memory):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_workers_at_once_expire_each_memory_once(project, make_memory):
+def test_two_workers_at_once_expire_each_memory_once(project, make_memory, two_at_once):
     memories = expiring(make_memory, project, 40)
-    barrier = threading.Barrier(2)
-    totals = []
-
-    def worker():
-        try:
-            barrier.wait()
-            totals.append(expire_memories(batch_size=7).total)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    totals = [result.total for result in two_at_once(lambda: expire_memories(batch_size=7))]
     assert sum(totals) == 40
     _, events = state()
     assert events == sorted(m.pk for m in memories)
