@@ -65,9 +65,9 @@ def _write(ids: list[int], uses: list[int], last_at: list[datetime]) -> None:
 def record(memory_ids: Iterable[int], now: datetime | None = None) -> None:
     """Count a use of each memory: noted in Redis when there is one, else written."""
     ids = sorted(set(memory_ids))
-    buffer = _buffer()
     if not ids:
         return
+    buffer = _buffer()
     if buffer is None:
         write(ids, now)
         return

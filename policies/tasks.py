@@ -33,13 +33,18 @@ TASK_OPTIONS = {
 }
 
 
+def _register(name: str, job: Callable[..., Any], run: Callable[..., Any], **options: Any) -> Any:
+    """``run`` as the Celery task ``name``, documented by the job it runs."""
+    run.__name__ = run.__qualname__ = name.rsplit(".", 1)[1]
+    run.__doc__ = job.__doc__
+    return shared_task(name=name, **TASK_OPTIONS, **options)(run)
+
+
 def _task(name: str, job: Callable[..., services.JobResult]) -> Any:
     def run() -> dict[str, int | bool]:
         return services.record_run(job, seconds=JOB_SECONDS).summary()
 
-    run.__name__ = run.__qualname__ = name.rsplit(".", 1)[1]
-    run.__doc__ = job.__doc__
-    return shared_task(name=name, **TASK_OPTIONS)(run)
+    return _register(name, job, run)
 
 
 def _task_in_parts(name: str, job: Callable[..., services.JobResult]) -> Any:
@@ -70,9 +75,7 @@ def _task_in_parts(name: str, job: Callable[..., services.JobResult]) -> Any:
             job, name=label, seconds=JOB_SECONDS, ids=(after, upto)
         ).summary()
 
-    run.__name__ = run.__qualname__ = name.rsplit(".", 1)[1]
-    run.__doc__ = job.__doc__
-    return shared_task(name=name, bind=True, **TASK_OPTIONS)(run)
+    return _register(name, job, run, bind=True)
 
 
 expire_memories = _task_in_parts("policies.expire_memories", services.expire_memories)
