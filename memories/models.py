@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex, OpClass
+from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -227,8 +227,17 @@ class Run(models.Model):
 
 
 class Memory(models.Model):
+    # The foreign keys carry no index of their own: a project's memories are found through
+    # the indexes that start with the project, the others through partial indexes of the few
+    # rows that have one. Every index is written again when a policy job changes a memory's
+    # confidence, so none is kept that no query needs.
     project = models.ForeignKey(
-        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="memories"
+        Project,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="memories",
+        db_index=False,
     )
     scope = models.CharField(max_length=16, choices=Scope, default=Scope.PROJECT)
     type = models.CharField(max_length=16, choices=MemoryType)
@@ -236,7 +245,12 @@ class Memory(models.Model):
     summary = models.TextField(blank=True)
     source = models.CharField(max_length=16, choices=Source)
     source_run = models.ForeignKey(
-        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="written_memories"
+        Run,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="written_memories",
+        db_index=False,
     )
     tags = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     # Anchored regexes of the tags (memories.tags), kept by the services beside the tags.
@@ -256,6 +270,7 @@ class Memory(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="approved_memories",
+        db_index=False,
     )
     approved_at = models.DateTimeField(null=True, blank=True)
     pinned = models.BooleanField(default=False)
@@ -276,6 +291,7 @@ class Memory(models.Model):
         on_delete=models.SET_NULL,
         related_name="merged",
         editable=False,
+        db_index=False,
     )
     stale_at = models.DateTimeField(null=True, blank=True, editable=False)
     stale_ref = models.CharField(max_length=200, blank=True, editable=False, db_default="")
@@ -386,14 +402,6 @@ class Memory(models.Model):
             ),
             # Dedup and consolidation.
             models.Index(fields=["project", "type", "content_hash"], name="memory_hash_idx"),
-            # Consolidation: near-duplicates of a project by trigram similarity (btree_gin
-            # puts the project beside the trigrams).
-            GinIndex(
-                "project",
-                OpClass("content", name="gin_trgm_ops"),
-                condition=Q(active=True),
-                name="memory_similar_idx",
-            ),
             # Policy jobs that walk the active memories in id windows (decay, tiers,
             # consolidation), and compression's candidates (never compressed).
             models.Index(fields=["id"], condition=Q(active=True), name="memory_active_walk_idx"),
@@ -407,6 +415,23 @@ class Memory(models.Model):
                 fields=["source_run"],
                 condition=Q(active=True, scope=Scope.RUN),
                 name="memory_run_scratch_idx",
+            ),
+            # The foreign keys that most memories leave empty, for the rows that have one
+            # (deleting a run, a user or a merge survivor sets them to NULL).
+            models.Index(
+                fields=["source_run"],
+                condition=Q(source_run__isnull=False),
+                name="memory_source_run_idx",
+            ),
+            models.Index(
+                fields=["approved_by"],
+                condition=Q(approved_by__isnull=False),
+                name="memory_approved_by_idx",
+            ),
+            models.Index(
+                fields=["merged_into"],
+                condition=Q(merged_into__isnull=False),
+                name="memory_merged_into_idx",
             ),
             # Review pages: memories flagged stale by a code change; archived ones.
             models.Index(
@@ -534,11 +559,15 @@ class MemoryEvent(models.Model):
     history stays readable.
     """
 
+    # A memory's history is read through event_memory_recent_idx; the actor and run keys,
+    # empty on the system jobs' rows, through partial indexes. Policy jobs write history by
+    # the hundred thousand: an index kept for nothing slows every one of those rows.
     memory = models.ForeignKey(
         Memory,
         on_delete=models.DO_NOTHING,
         db_constraint=False,
         related_name="events",
+        db_index=False,
     )
     project = models.ForeignKey(
         Project, null=True, blank=True, on_delete=models.CASCADE, related_name="memory_events"
@@ -552,13 +581,24 @@ class MemoryEvent(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="memory_events",
+        db_index=False,
     )
     actor_api_key = models.ForeignKey(
-        ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_events"
+        ApiKey,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="memory_events",
+        db_index=False,
     )
     actor_label = models.CharField(max_length=200)
     run = models.ForeignKey(
-        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_events"
+        Run,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="memory_events",
+        db_index=False,
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -569,7 +609,20 @@ class MemoryEvent(models.Model):
                 condition=_in_choices("action", EventAction), name="event_action_valid"
             ),
         ]
-        indexes = [models.Index(fields=["memory", "-created_at"], name="event_memory_recent_idx")]
+        indexes = [
+            models.Index(fields=["memory", "-created_at"], name="event_memory_recent_idx"),
+            models.Index(
+                fields=["actor_user"],
+                condition=Q(actor_user__isnull=False),
+                name="event_actor_user_idx",
+            ),
+            models.Index(
+                fields=["actor_api_key"],
+                condition=Q(actor_api_key__isnull=False),
+                name="event_actor_api_key_idx",
+            ),
+            models.Index(fields=["run"], condition=Q(run__isnull=False), name="event_run_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.action} of memory {self.memory_id} by {self.actor_label}"

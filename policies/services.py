@@ -657,6 +657,12 @@ def memories_mark_changed(
 
 # --- 4. consolidation -------------------------------------------------------------------------
 
+# Near-duplicates share most of their words: the candidates of a memory are those of its
+# project that hold one of its longest (so rarer) words, looked up through the match-key
+# index that assembly keeps anyway, and pg_trgm's similarity decides. A pair is missed only
+# if each lacks all of the other's longest words, which a pair this similar never does.
+PROBE_WORDS = 5
+
 # Which of two near-duplicates survives: the most confident, then approved, then pinned,
 # then the oldest.
 _RANK = "ROW({m}.confidence, {m}.review_status = 'approved', {m}.pinned, -{m}.id)"
@@ -664,7 +670,9 @@ _CONSOLIDATE_BATCH = _walk_statement(
     "active",
     f"""anchors AS (
     SELECT m.id, m.project_id, m.type, m.content, m.content_hash,
-        {policy("consolidate_similarity")} AS threshold
+        {policy("consolidate_similarity")} AS threshold,
+        ARRAY(SELECT k FROM unnest(m.match_keys) AS k WHERE k LIKE m.project_id || ':w:%%'
+              ORDER BY length(k) DESC, k LIMIT {PROBE_WORDS}) AS probe
     FROM {MEMORIES} m JOIN win ON win.id = m.id {POLICY_JOIN}
     WHERE m.active AND m.project_id IS NOT NULL
 ), pairs AS (
@@ -683,7 +691,7 @@ _CONSOLIDATE_BATCH = _walk_statement(
                 ELSE similarity(d.content, a.content) END AS similarity
         FROM {MEMORIES} d
         WHERE d.project_id = a.project_id AND d.type = a.type AND d.active AND d.id <> a.id
-            AND (d.content %% a.content OR d.content_hash = a.content_hash)
+            AND (d.match_keys && a.probe OR d.content_hash = a.content_hash)
     ) AS o
     WHERE o.similarity >= a.threshold
 ), edges AS (
@@ -749,7 +757,6 @@ _CONSOLIDATE_BATCH = _walk_statement(
     SELECT id, project_id FROM losers
 )""",
 )
-_MIN_SIMILARITY = f"SELECT least(min(consolidate_similarity), %s) FROM {POLICIES}"
 _CONSOLIDATION_LOCK = "consolidation"
 
 
@@ -771,12 +778,6 @@ def consolidate_memories(
         if not cursor.fetchone()[0]:
             return JobResult("consolidate_memories")
         try:
-            cursor.execute(_MIN_SIMILARITY, [params["default_consolidate_similarity"]])
-            threshold = cursor.fetchone()[0]
-            cursor.execute(
-                "SELECT set_config('pg_trgm.similarity_threshold', %s, false)", [str(threshold)]
-            )
             return _walk("consolidate_memories", _CONSOLIDATE_BATCH, params, seconds, resume=True)
         finally:
-            cursor.execute("RESET pg_trgm.similarity_threshold")
             cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [_CONSOLIDATION_LOCK])

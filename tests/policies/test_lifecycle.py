@@ -472,3 +472,22 @@ def test_a_range_of_ids_bounds_a_job(project, make_memory, age):
     assert services.decay_memories(ids=(first.pk - 1, first.pk)).total == 1
     second.refresh_from_db()
     assert second.decayed_at is None
+
+
+def test_near_duplicates_that_differ_in_their_longest_words_still_merge(project, make_memory):
+    """Candidates are found through a memory's longest words; a duplicate that changed some
+    of them is still found (through the ones it kept, or from its own side)."""
+    keep = make_memory(project=project, content=NOTE)
+    # "invoice" is one of NOTE's longest words; the edit has it no more.
+    edited = make_memory(project=project, content=NOTE.replace("invoice", "ledger"))
+    Memory.objects.filter(pk=keep.pk).update(confidence=0.9)
+    assert services.consolidate_memories().total == 1
+    assert fresh(edited).merged_into_id == keep.pk
+
+
+def test_consolidation_compares_within_one_project(project, other_project, make_memory):
+    mine = make_memory(project=project, content=NOTE)
+    theirs = make_memory(project=other_project, content=NOTE)
+    assert services.consolidate_memories().total == 0
+    assert fresh(mine).active
+    assert fresh(theirs).active
