@@ -118,10 +118,13 @@ def context_assemble(
     actor: Actor,
     defer: Callable[[Callable[[], None]], None] | None = None,
     identity: str | None = None,
+    record: bool = True,
 ) -> dict[str, Any]:
     """Assemble, or serve from the cache, then record what was given: the run's record at
     once (a finished run refuses the request), the access counts through ``defer`` when
     given (e.g. once the response is sent: nothing in it depends on them), else at once.
+    A preview (``record=False``, the review pages) shows the same answer and records
+    nothing: no agent was given it.
 
     ``identity`` names the request in the cache instead of its digest, for a caller that can
     name a repeat before validating it (see context_replay)."""
@@ -144,7 +147,7 @@ def context_assemble(
         lookup = cache.get(project.pk, digest)
     if lookup and lookup.answer:
         result = json.loads(lookup.answer.body)
-        return _deliver(result, run, cache_hit=True, started=started, defer=defer)
+        return _deliver(result, run, cache_hit=True, started=started, defer=defer, record=record)
     result = _assemble(project, request, run, write_scope, pool, limit, started)
     timed_out = any(w["code"] == "SOURCE_TIMEOUT" for w in result["metadata"]["warnings"])
     if lookup and not timed_out:
@@ -154,7 +157,7 @@ def context_assemble(
             prompt_hash=result["metadata"]["promptHash"],
         )
         cache.put(project.pk, digest, lookup, answer, cache_seconds)
-    return _deliver(result, run, cache_hit=False, started=started, defer=defer)
+    return _deliver(result, run, cache_hit=False, started=started, defer=defer, record=record)
 
 
 def context_replay(
@@ -211,9 +214,11 @@ def _deliver(
     cache_hit: bool,
     started: float,
     defer: Callable[[Callable[[], None]], None] | None,
+    record: bool = True,
 ) -> dict[str, Any]:
     """Record what ``result`` gives (the run, access counts) and stamp its metadata."""
-    _record(_given(result), result["metadata"]["promptHash"], run, defer)
+    if record:
+        _record(_given(result), result["metadata"]["promptHash"], run, defer)
     metadata = {
         **result["metadata"],
         "cacheHit": cache_hit,

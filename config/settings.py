@@ -37,6 +37,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_filters",
     "django_celery_beat",
+    "django_htmx",
+    "template_partials",
     "memories",
     "assembly",
     "policies",
@@ -50,6 +52,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -66,6 +69,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "memories.review.context_processors.review_urls",
             ],
         },
     },
@@ -106,7 +110,9 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env_path("STATIC_ROOT", VAR_DIR / "staticfiles")
 
-LOGIN_URL = "admin:login"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "review:dashboard"
+LOGOUT_REDIRECT_URL = "login"
 
 # Celery: CELERY_BROKER_URL when given (Redis, RabbitMQ); otherwise a broker on
 # the local file system that needs no server, shared by web, worker and beat.

@@ -61,6 +61,14 @@ class ReviewStatus(models.TextChoices):
     REJECTED = "rejected"
 
 
+# What waits for a human: memories no reviewer has judged yet (active ones, and proposed
+# global ones, which only an approval activates), and those a code change flagged stale (an
+# approval settles both).
+NEEDS_REVIEW = Q(review_status=ReviewStatus.PENDING) & (
+    Q(active=True) | Q(scope=Scope.GLOBAL, archived_at__isnull=True)
+) | Q(active=True, stale_at__isnull=False)
+
+
 class Project(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
@@ -388,11 +396,13 @@ class Memory(models.Model):
                 condition=Q(active=True, project__isnull=True),
                 name="memory_global_selection_idx",
             ),
-            # Review queue: a project's pending memories, newest first.
+            # Review queue: what waits for a reviewer in a project, newest first (and counted).
             models.Index(
-                fields=["project", "-created_at"],
-                condition=Q(review_status="pending"),
-                name="memory_review_queue_idx",
+                F("project"),
+                F("created_at").desc(),
+                F("id").desc(),
+                condition=NEEDS_REVIEW,
+                name="memory_needs_review_idx",
             ),
             # Expiry job: active memories with an expiry.
             models.Index(

@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from memories.candidates import candidate_query, global_source, project_source
 from memories.keys import secret_matches, split_token
-from memories.models import ApiKey, Memory, MemoryEvent, MemoryPolicy, Project
+from memories.models import (
+    NEEDS_REVIEW,
+    ApiKey,
+    EventAction,
+    Memory,
+    MemoryEvent,
+    MemoryPolicy,
+    Project,
+    Run,
+    RunMemory,
+)
 from memories.statements import server_cursor
 
 # Memory columns for model instances built from the candidate query (not the generated ones).
@@ -91,3 +102,143 @@ def _instances(row: Sequence[Any]) -> list[Any]:
         instances.append(model.from_db(connection.alias, names, row[start : start + len(names)]))
         start += len(names)
     return instances
+
+
+# --- review pages -----------------------------------------------------------------------------
+
+LOW_CONFIDENCE = 0.3
+EXPIRING_DAYS = 7
+
+# The columns a page row shows (never the generated search columns).
+_ROW_FIELDS = (
+    "id",
+    "project_id",
+    "scope",
+    "type",
+    "content",
+    "source",
+    "source_run_id",
+    "tags",
+    "relevance_score",
+    "confidence",
+    "active",
+    "expires_at",
+    "review_status",
+    "pinned",
+    "tier",
+    "token_count",
+    "access_count",
+    "last_accessed_at",
+    "archived_at",
+    "stale_at",
+    "stale_ref",
+    "created_at",
+)
+
+
+@dataclass(frozen=True)
+class ProjectCounts:
+    project: Project
+    active: int
+    needs_review: int
+    stale: int
+    expiring: int
+    low_confidence: int
+    archived: int
+
+
+def projects_overview(*, now: datetime | None = None) -> list[ProjectCounts]:
+    """Every project with its memory counts for the dashboard, in two queries (the projects,
+    and one pass over the memories grouped by project)."""
+    now = now or timezone.now()
+    # Annotations named apart from the fields they count (``active`` is a column).
+    counts = {
+        row["project_id"]: row
+        for row in Memory.objects.filter(project__isnull=False)
+        .values("project_id")
+        .annotate(
+            n_active=Count("id", filter=Q(active=True)),
+            n_needs_review=Count("id", filter=NEEDS_REVIEW),
+            n_stale=Count("id", filter=Q(active=True, stale_at__isnull=False)),
+            n_expiring=Count(
+                "id",
+                filter=Q(
+                    active=True,
+                    expires_at__gt=now,
+                    expires_at__lte=now + timedelta(days=EXPIRING_DAYS),
+                ),
+            ),
+            n_low_confidence=Count("id", filter=Q(active=True, confidence__lt=LOW_CONFIDENCE)),
+            n_archived=Count("id", filter=Q(archived_at__isnull=False)),
+        )
+        .order_by()
+    }
+    names = ("active", "needs_review", "stale", "expiring", "low_confidence", "archived")
+    overview = []
+    for project in Project.objects.order_by("name"):
+        row = counts.get(project.pk, {})
+        overview.append(ProjectCounts(project, **{name: row.get(f"n_{name}", 0) for name in names}))
+    return overview
+
+
+def memory_rows(queryset: QuerySet[Memory]) -> QuerySet[Memory]:
+    """Memories as a page's rows show them: their columns, and their run and project."""
+    return queryset.only(*_ROW_FIELDS, "source_run__external_id", "project__slug").select_related(
+        "source_run", "project"
+    )
+
+
+REVIEW_ORDERS = {"newest": ("-created_at", "-id"), "least-confident": ("confidence", "-id")}
+
+
+def memories_for_review(
+    *, project: Project | None = None, order: str = "newest"
+) -> QuerySet[Memory]:
+    """The review queue of a project, or of every project (global memories included):
+    newest or least confident first."""
+    queryset = Memory.objects.filter(NEEDS_REVIEW)
+    if project is not None:
+        queryset = queryset.filter(project=project)
+    return memory_rows(queryset).order_by(*REVIEW_ORDERS.get(order, REVIEW_ORDERS["newest"]))
+
+
+def memory_runs(*, memory_id: int, limit: int = 50) -> QuerySet[RunMemory]:
+    """The runs that were given a memory, latest first, with their outcome."""
+    return (
+        RunMemory.objects.filter(memory_id=memory_id)
+        .select_related("run")
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
+def confidence_over_time(
+    *, memory: Memory, history: Sequence[MemoryEvent]
+) -> list[tuple[datetime, float]]:
+    """A memory's confidence at each change, oldest first, from its history (and now)."""
+    points: list[tuple[datetime, float]] = []
+    for event in sorted(history, key=lambda e: (e.created_at, e.pk)):
+        change = event.changes.get("confidence") if isinstance(event.changes, dict) else None
+        if isinstance(change, list) and len(change) == 2:
+            before, after = change
+            if not points and isinstance(before, int | float):
+                points.append((event.created_at, float(before)))
+            if isinstance(after, int | float):
+                points.append((event.created_at, float(after)))
+        elif event.action == EventAction.CREATED and not points:
+            points.append((event.created_at, memory.confidence))
+    points.append((timezone.now(), memory.confidence))
+    return points
+
+
+def runs_recent(*, project: Project) -> QuerySet[Run]:
+    """A project's runs, latest first, each with the memories it was given."""
+    given = (
+        RunMemory.objects.select_related("memory")
+        .only("run_id", "rank", "score", "memory__id", "memory__type", "memory__content")
+        .order_by("rank")
+    )
+    return (
+        Run.objects.filter(project=project)
+        .order_by("-started_at", "-id")
+        .prefetch_related(Prefetch("given", queryset=given))
+    )

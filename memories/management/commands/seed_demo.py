@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -15,7 +16,15 @@ from django.utils import timezone
 
 from memories import services
 from memories.actors import Actor
-from memories.models import Memory, MemoryType, Project, ReviewStatus, Source, Tier
+from memories.models import (
+    Memory,
+    MemoryType,
+    Project,
+    ReviewStatus,
+    Source,
+    Tier,
+)
+from policies import services as policies
 
 REVIEWERS_GROUP = "Reviewers"
 REVIEWER_PERMISSIONS = [
@@ -113,6 +122,15 @@ DEMO_MEMORIES: list[tuple[str, str, list[str]]] = [
 ]
 
 SOURCES = [Source.HUMAN, Source.RUN, Source.LEARNING]
+DEMO_JOBS: list[Callable[..., policies.JobResult]] = [
+    policies.expire_memories,
+    policies.decay_memories,
+    policies.update_tiers,
+    policies.clear_run_scratch,
+    policies.compress_memories,
+    policies.evict_memories,
+    policies.consolidate_memories,
+]
 
 
 class Command(BaseCommand):
@@ -243,3 +261,11 @@ class Command(BaseCommand):
             )
             if approve:
                 services.memory_approve(memory=shared, actor=human)
+        # A merge of code in src/core/ asks for the rules about it to be looked at again.
+        policies.memories_mark_changed(
+            project=project, paths=["src/core/invoices.py"], ref="merge 4f2c1ab", actor=system
+        )
+        # Each maintenance job run once, as the beat would, so the dashboard shows their
+        # last runs (decay lowers the long-unused memories; consolidation merges a twin).
+        for job in DEMO_JOBS:
+            policies.record_run(job)

@@ -1,0 +1,25 @@
+from django.urls import path
+
+from memories.review import views
+
+app_name = "review"
+
+project = "projects/<slug:slug>"
+memory = "memories/<int:pk>"
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("queue/", views.queue, name="queue"),
+    path(f"{project}/queue/", views.queue, name="project-queue"),
+    path(f"{project}/memories/", views.memory_list, name="memories"),
+    path(f"{project}/preview/", views.preview, name="preview"),
+    path(f"{project}/runs/", views.runs, name="runs"),
+    path(f"{memory}/", views.memory_detail, name="memory"),
+    path(f"{memory}/row/", views.memory_row, name="memory-row"),
+    path(f"{memory}/edit/", views.memory_edit, name="memory-edit"),
+    path("memories/bulk/", views.memory_bulk, name="memory-bulk"),
+    *(
+        path(f"{memory}/{action}/", views.memory_action, {"action": action}, name=action)
+        for action in views.ACTIONS
+    ),
+]

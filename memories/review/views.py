@@ -1,0 +1,359 @@
+"""The review pages: where humans keep agent memory honest.
+
+Each page is one view that renders the whole page or, for an htmx request aimed at one of
+its parts, that part only (django-template-partials). Every action is a POST to a service;
+without JavaScript it redirects back to the page it came from with a flash message, with
+htmx it answers with the row it changed (or nothing, when the row leaves the queue) and the
+messages, swapped out of band.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.middleware import HtmxDetails
+
+from assembly.services import ContextRequest, context_assemble
+from memories import selectors, services
+from memories.actors import Actor
+from memories.models import Memory, Project
+from memories.review.forms import MemoryEditForm, MemoryListFilter, PreviewForm
+from policies.models import JobState
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request as django-htmx's middleware leaves it."""
+
+    htmx: HtmxDetails
+
+
+PAGE_SIZE = 50
+RUNS_PAGE_SIZE = 20
+HISTORY_SHOWN = 200
+ROWS = "review/rows.html"
+
+
+def _is_reviewer(request: HtmxHttpRequest) -> bool:
+    return request.user.has_perm("memories.review_memory")
+
+
+def _reviewer(request: HtmxHttpRequest) -> Actor:
+    """The signed-in reviewer, or a 403 for a reader."""
+    if not _is_reviewer(request):
+        raise PermissionDenied("Only reviewers may change memories; you can read them.")
+    return Actor.for_user(request.user)
+
+
+def _page(request: HtmxHttpRequest, queryset: QuerySet[Any], size: int = PAGE_SIZE) -> Page:
+    return Paginator(queryset, size).get_page(request.GET.get("page"))
+
+
+def _part(request: HtmxHttpRequest, template: str, part: str) -> str:
+    """The template to render: the page, or its ``part`` when htmx asks for that part only."""
+    if request.htmx and request.htmx.target == part:
+        return f"{template}#{part}"
+    return template
+
+
+def _back(request: HtmxHttpRequest, fallback: str) -> str:
+    """Where an action returns to without JavaScript: the page it was posted from."""
+    target = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return fallback
+
+
+# --- pages ------------------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def dashboard(request: HtmxHttpRequest) -> HttpResponse:
+    overview = selectors.projects_overview()
+    return render(
+        request,
+        "review/dashboard.html",
+        {
+            "overview": overview,
+            "global_waiting": selectors.memories_for_review(project=None)
+            .filter(project__isnull=True)
+            .count(),
+            "jobs": JobState.objects.all(),
+        },
+    )
+
+
+@require_GET
+@login_required
+def queue(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse:
+    project = get_object_or_404(Project, slug=slug) if slug else None
+    order = request.GET.get("order", "newest")
+    if order not in selectors.REVIEW_ORDERS:
+        order = "newest"
+    page = _page(request, selectors.memories_for_review(project=project, order=order))
+    return render(
+        request,
+        _part(request, "review/queue.html", "results"),
+        {
+            "project": project,
+            "page": page,
+            "order": order,
+            "orders": [("newest", "Newest first"), ("least-confident", "Least confident first")],
+            "view": "queue",
+            "is_reviewer": _is_reviewer(request),
+        },
+    )
+
+
+@require_GET
+@login_required
+def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    project = get_object_or_404(Project, slug=slug)
+    filters = MemoryListFilter(
+        request.GET or None, queryset=selectors.memory_rows(project.memories.all())
+    )
+    queryset = filters.qs if filters.is_bound else filters.queryset.order_by("-created_at", "-id")
+    page = _page(request, queryset)
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        _part(request, "review/memories.html", "results"),
+        {
+            "project": project,
+            "filters": filters,
+            "page": page,
+            "query": query.urlencode(),
+            "view": "list",
+            "is_reviewer": _is_reviewer(request),
+        },
+    )
+
+
+@require_GET
+@login_required
+def memory_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    memory = get_object_or_404(
+        Memory.objects.defer("search_vector", "match_keys").select_related(
+            "project", "source_run", "approved_by", "merged_into"
+        ),
+        pk=pk,
+    )
+    history = list(selectors.memory_history(memory_id=memory.pk)[:HISTORY_SHOWN])
+    points = selectors.confidence_over_time(memory=memory, history=history)
+    return render(
+        request,
+        "review/memory.html",
+        {
+            "memory": memory,
+            "history": history,
+            "given": selectors.memory_runs(memory_id=memory.pk),
+            "chart": _chart(points),
+            "points": points,
+            "is_reviewer": _is_reviewer(request),
+            "view": "detail",
+        },
+    )
+
+
+@require_GET
+@login_required
+def preview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """Exactly what an agent would receive for a task: the same service as the API's, with
+    nothing recorded."""
+    project = get_object_or_404(Project.objects.select_related("policy"), slug=slug)
+    form = PreviewForm(request.GET if "token_budget" in request.GET else None)
+    result = None
+    memories: dict[int, Memory] = {}
+    if form.is_valid():
+        try:
+            result = context_assemble(
+                project=project,
+                request=ContextRequest(
+                    token_budget=form.cleaned_data["token_budget"],
+                    write_scope=form.write_scope_entries(),
+                    intent=form.cleaned_data["intent"],
+                    lod=form.cleaned_data["lod"] or "atomic",
+                ),
+                actor=Actor.for_user(request.user),
+                record=False,
+            )
+        except ValidationError as error:
+            for field, problems in error.message_dict.items():
+                form.add_error(field if field in form.fields else None, problems)
+        else:
+            ids = [item["id"] for item in result["items"]]
+            ids += [row["id"] for row in result["dropped"] if row["id"] is not None]
+            memories = Memory.objects.only("id", "type", "content", "confidence").in_bulk(ids)
+    return render(
+        request,
+        _part(request, "review/preview.html", "results"),
+        {
+            "project": project,
+            "form": form,
+            "result": result,
+            "chosen": _with_memories(result["items"] if result else [], memories),
+            "dropped": _with_memories(result["dropped"] if result else [], memories),
+        },
+    )
+
+
+@require_GET
+@login_required
+def runs(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    project = get_object_or_404(Project, slug=slug)
+    page = _page(request, selectors.runs_recent(project=project), RUNS_PAGE_SIZE)
+    return render(request, "review/runs.html", {"project": project, "page": page})
+
+
+# --- actions ----------------------------------------------------------------------------------
+
+ACTIONS: dict[str, tuple[Callable[..., services.ChangeResult], dict[str, Any], str]] = {
+    "approve": (services.memories_approve, {}, "Approved"),
+    "reject": (services.memories_reject, {}, "Rejected"),
+    "pin": (services.memories_set_pinned, {"pinned": True}, "Pinned"),
+    "unpin": (services.memories_set_pinned, {"pinned": False}, "Unpinned"),
+}
+
+
+@require_POST
+@login_required
+def memory_action(request: HtmxHttpRequest, pk: int, action: str) -> HttpResponse:
+    actor = _reviewer(request)
+    memory = get_object_or_404(Memory.objects.only("id", "content"), pk=pk)
+    service, options, done = ACTIONS[action]
+    result = service(memory_ids=[memory.pk], actor=actor, **options)
+    if result.changed:
+        messages.success(request, f"{done}: {_quote(memory.content)}")
+    else:
+        messages.info(request, f"Nothing to change: {_quote(memory.content)}")
+    return _after_change(request, [memory.pk])
+
+
+@require_POST
+@login_required
+def memory_bulk(request: HtmxHttpRequest) -> HttpResponse:
+    actor = _reviewer(request)
+    action = request.POST.get("action", "")
+    ids = [int(value) for value in request.POST.getlist("ids") if value.isdigit()]
+    if action not in ("approve", "reject") or not ids:
+        messages.error(request, "Select one or more memories, then approve or reject them.")
+        return _after_change(request, [])
+    service, options, done = ACTIONS[action]
+    result = service(memory_ids=ids, actor=actor, **options)
+    messages.success(request, f"{done} {_count(result.changed)}.")
+    if result.missing_ids:
+        messages.warning(request, f"{_count(result.missing_ids)} no longer exist.")
+    return _after_change(request, ids)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def memory_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    actor = _reviewer(request)
+    memory = get_object_or_404(selectors.memory_rows(Memory.objects.all()), pk=pk)
+    view = request.POST.get("view") or request.GET.get("view", "list")
+    if request.method == "POST":
+        form = MemoryEditForm(request.POST)
+        if form.is_valid():
+            try:
+                services.memory_update(memory=memory, actor=actor, **form.changes())
+            except ValidationError as error:
+                for field, problems in error.message_dict.items():
+                    form.add_error(field if field in form.fields else None, problems)
+            else:
+                messages.success(request, f"Saved: {_quote(form.cleaned_data['content'])}")
+                return _after_change(request, [memory.pk])
+    else:
+        form = MemoryEditForm.for_memory(memory)
+    context = {"memory": memory, "form": form, "view": view, "next": _back(request, "")}
+    if request.htmx:
+        # A save answers out of band (like every action); the form it opens does not.
+        return render(
+            request, f"{ROWS}#{'oob-edit-row' if request.method == 'POST' else 'edit-row'}", context
+        )
+    return render(request, "review/edit.html", context)
+
+
+@require_GET
+@login_required
+def memory_row(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """One row as the lists show it (what an inline edit's Cancel puts back)."""
+    memory = get_object_or_404(selectors.memory_rows(Memory.objects.all()), pk=pk)
+    return render(
+        request,
+        f"{ROWS}#row",
+        {"memory": memory, "view": request.GET.get("view", "list"), "is_reviewer": True},
+    )
+
+
+def _after_change(request: HtmxHttpRequest, ids: Sequence[int]) -> HttpResponse:
+    """Back to the page without JavaScript; with htmx, the changed rows (a row that left
+    the queue is removed) and the messages, out of band."""
+    view = request.POST.get("view", "list")
+    if not request.htmx:
+        return HttpResponseRedirect(_back(request, reverse("review:queue")))
+    rows = {m.pk: m for m in selectors.memory_rows(Memory.objects.filter(pk__in=ids))}
+    in_queue = (
+        set(selectors.memories_for_review().filter(pk__in=ids).values_list("pk", flat=True))
+        if view == "queue"
+        else set(rows)
+    )
+    parts = [
+        render_to_string(
+            f"{ROWS}#oob-row",
+            {
+                "pk": pk,
+                "memory": rows.get(pk) if pk in in_queue else None,
+                "view": view,
+                "is_reviewer": True,
+                "next": _back(request, ""),
+            },
+            request=request,
+        )
+        for pk in ids
+    ]
+    parts.append(render_to_string(f"{ROWS}#messages", {"oob": True}, request=request))
+    return HttpResponse("".join(parts))
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _quote(content: str, length: int = 60) -> str:
+    return f"“{content[:length]}{'…' if len(content) > length else ''}”"
+
+
+def _count(items: Iterable[object]) -> str:
+    count = len(list(items))
+    return f"{count} memor{'y' if count == 1 else 'ies'}"
+
+
+def _with_memories(rows: list[dict[str, Any]], memories: dict[int, Memory]) -> list[dict[str, Any]]:
+    return [{**row, "memory": memories.get(row["id"])} for row in rows]
+
+
+def _chart(points: Sequence[tuple[Any, float]], width: int = 600, height: int = 80) -> str:
+    """The SVG polyline points of confidence over time (x: time, y: 0 at the bottom)."""
+    if not points:
+        return ""
+    first, last = points[0][0].timestamp(), points[-1][0].timestamp()
+    span = max(last - first, 1.0)
+    return " ".join(
+        f"{(moment.timestamp() - first) / span * width:.1f},{(1 - value) * height:.1f}"
+        for moment, value in points
+    )
