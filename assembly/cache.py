@@ -6,19 +6,44 @@ assembled at and served only while they are still the current ones, so any
 write makes it stale. Global memories have their own token, checked too.
 Bookkeeping of use (access counts) is not a change of what can be chosen and
 does not invalidate.
+
+The cache is an accelerator, never a dependency: when it cannot be reached, requests are
+assembled without it. A process that saw it fail trusts nothing it holds for the cache's
+lifetime (``ASSEMBLY_CACHE_SECONDS``), since version bumps may have been lost meanwhile.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.cache import caches
 from django.db import transaction
 
+from ops.metrics import CACHE_ERRORS
+
+logger = logging.getLogger(__name__)
+
 CACHE_ALIAS = "assembly"
 GLOBAL = "global"
+# Versions of a lookup made while the cache is distrusted: never stored under.
+UNKNOWN = ("", "")
+_distrusted_until = 0.0
+
+
+def _failed(operation: str, exc: Exception) -> None:
+    global _distrusted_until
+    _distrusted_until = time.monotonic() + max(settings.ASSEMBLY_CACHE_SECONDS, 1)
+    CACHE_ERRORS.inc()
+    logger.warning("The assembly cache failed to %s (%s); assembling without it", operation, exc)
+
+
+def _trusted() -> bool:
+    return time.monotonic() >= _distrusted_until
 
 
 def _version_key(scope: int | str) -> str:
@@ -33,9 +58,12 @@ def invalidate(project_ids: Iterable[int | None]) -> None:
         return
 
     def bump() -> None:
-        caches[CACHE_ALIAS].set_many(
-            {_version_key(scope): uuid.uuid4().hex for scope in scopes}, timeout=None
-        )
+        try:
+            caches[CACHE_ALIAS].set_many(
+                {_version_key(scope): uuid.uuid4().hex for scope in scopes}, timeout=None
+            )
+        except Exception as exc:  # the write is committed; the cache must not undo its answer
+            _failed("invalidate", exc)
 
     transaction.on_commit(bump)
 
@@ -66,8 +94,14 @@ def _entry_key(project_id: int, digest: str) -> str:
 def get(project_id: int, digest: str) -> Lookup:
     """The cached result of a request, if no write happened since: one round trip reads the
     two versions and the entry, which holds the versions it was stored under."""
+    if not _trusted():
+        return Lookup(None, UNKNOWN)
     keys = [_version_key(project_id), _version_key(GLOBAL), _entry_key(project_id, digest)]
-    found = caches[CACHE_ALIAS].get_many(keys)
+    try:
+        found = caches[CACHE_ALIAS].get_many(keys)
+    except Exception as exc:
+        _failed("read", exc)
+        return Lookup(None, UNKNOWN)
     versions = (found.get(keys[0], "0"), found.get(keys[1], "0"))
     entry = found.get(keys[2])
     if entry is None or tuple(entry["versions"]) != versions:
@@ -78,5 +112,10 @@ def get(project_id: int, digest: str) -> Lookup:
 def put(project_id: int, digest: str, lookup: Lookup, answer: Answer, timeout: int) -> None:
     """Store an answer under the versions read before it was assembled: if a write committed
     meanwhile, the versions moved and the entry is never served."""
+    if lookup.versions == UNKNOWN or not _trusted():
+        return
     entry = {"versions": lookup.versions, "answer": answer}
-    caches[CACHE_ALIAS].set(_entry_key(project_id, digest), entry, timeout=timeout)
+    try:
+        caches[CACHE_ALIAS].set(_entry_key(project_id, digest), entry, timeout=timeout)
+    except Exception as exc:
+        _failed("store", exc)

@@ -25,6 +25,7 @@ from memories import uses
 from memories.actors import Actor
 from memories.models import MemoryPolicy, Project, Run
 from memories.text import clean_write_scope
+from ops.metrics import ASSEMBLY_SECONDS, CACHE_REQUESTS
 
 FORMATS = ("section", "prompt")
 EXCLUDED_SHOWN = 20
@@ -145,6 +146,7 @@ def context_assemble(
             else identity_digest(identity, project.policy)
         )
         lookup = cache.get(project.pk, digest)
+        CACHE_REQUESTS.labels("hit" if lookup and lookup.answer else "miss").inc()
     if lookup and lookup.answer:
         result = json.loads(lookup.answer.body)
         return _deliver(result, run, cache_hit=True, started=started, defer=defer, record=record)
@@ -177,7 +179,8 @@ def context_replay(
     started = time.perf_counter()
     answer = cache.get(project.pk, identity_digest(identity, project.policy)).answer
     if answer is None:
-        return None
+        return None  # context_assemble follows, and counts the miss
+    CACHE_REQUESTS.labels("hit").inc()
     run = None
     if run_id is not None:
         run = _run(project, run_id)
@@ -187,6 +190,7 @@ def context_replay(
     # The stored JSON ends with the metadata object, which ends the answer: the two values
     # of this response close both.
     stamp = {"cacheHit": True, "assemblyTimeMs": _elapsed_ms(started)}
+    ASSEMBLY_SECONDS.labels("hit").observe(time.perf_counter() - started)
     return answer.body[:-2] + b"," + json_bytes(stamp)[1:] + b"}"
 
 
@@ -224,6 +228,7 @@ def _deliver(
         "cacheHit": cache_hit,
         "assemblyTimeMs": _elapsed_ms(started),
     }
+    ASSEMBLY_SECONDS.labels("hit" if cache_hit else "miss").observe(time.perf_counter() - started)
     return {**result, "metadata": metadata}
 
 

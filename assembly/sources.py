@@ -18,6 +18,7 @@ from memories.candidates import (
     run_source,
 )
 from memories.models import Project, Run
+from ops.metrics import SOURCE_ERRORS, SOURCE_SECONDS
 
 SOURCES = ("run", "project", "global")
 # Rows taken per source before ranking in Python: enough for any limit the policy allows
@@ -88,7 +89,13 @@ def fetch(
     try:
         found = fetch_dicts(sql, params, timeout_ms=timeout_ms)
     except Cancelled:
+        SOURCE_ERRORS.labels(source).inc()
         return SourceResult(source, [], timed_out=True, latency_ms=_clock() - started)
+    except Exception:
+        SOURCE_ERRORS.labels(source).inc()
+        raise
+    finally:
+        SOURCE_SECONDS.labels(source).observe((_clock() - started) / 1000)
     half_life = policy.recency_half_life_days
     usable = [row for row in found if row["usable"]]
     return SourceResult(

@@ -11,15 +11,45 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
+from pathlib import Path
 
 bind = os.environ.get("BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("WEB_CONCURRENCY", str(2 * (os.cpu_count() or 1) + 1)))
 preload_app = True
 accesslog = os.environ.get("ACCESS_LOG") or None
+# The access log carries the request id the application sent back (ops.requestid).
+access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-id}o)s'
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "warning")
+# A worker that stops answering (a stuck request) is replaced after this many seconds.
+timeout = int(os.environ.get("WEB_TIMEOUT", "30"))
+graceful_timeout = 30
+keepalive = 5
+
+# Metrics of every worker add up (ops.metrics): each writes its samples under this folder,
+# emptied when the server starts (this file is read before the application, and
+# prometheus_client with it, is loaded).
+_metrics_dir = Path(
+    os.environ.setdefault(
+        "PROMETHEUS_MULTIPROC_DIR",
+        str(
+            Path(os.environ.get("VAR_DIR", Path(__file__).resolve().parent.parent / "var"))
+            / "metrics"
+        ),
+    )
+)
+
+shutil.rmtree(_metrics_dir, ignore_errors=True)
+_metrics_dir.mkdir(parents=True)
 
 # No collection while the master imports the application, so its objects stay packed.
 gc.disable()
+
+
+def child_exit(server: object, worker: object) -> None:
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)  # type: ignore[attr-defined]
 
 
 def pre_fork(server: object, worker: object) -> None:

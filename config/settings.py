@@ -18,9 +18,13 @@ load_env_file(BASE_DIR / ".env")
 VAR_DIR = env_path("VAR_DIR", BASE_DIR / "var")
 
 DEBUG = env_bool("DEBUG", default=True)
-SECRET_KEY = env_str("SECRET_KEY", "insecure-local-development-key-change-me" if DEBUG else "")
-if not SECRET_KEY:
-    raise RuntimeError("SECRET_KEY must be set when DEBUG is off")
+_DEVELOPMENT_KEY = "insecure-local-development-key-change-me"
+SECRET_KEY = env_str("SECRET_KEY", _DEVELOPMENT_KEY if DEBUG else "")
+if not DEBUG and (len(SECRET_KEY) < 50 or SECRET_KEY == _DEVELOPMENT_KEY):
+    raise ImproperlyConfigured(
+        "With DEBUG off, SECRET_KEY must be a random value of at least 50 characters, e.g. "
+        "python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+    )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -42,10 +46,14 @@ INSTALLED_APPS = [
     "memories",
     "assembly",
     "policies",
+    "ops",
 ]
 
 MIDDLEWARE = [
+    "ops.requestid.RequestIdMiddleware",
+    "ops.middleware.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "ops.middleware.SecurityHeadersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -110,6 +118,26 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env_path("STATIC_ROOT", VAR_DIR / "staticfiles")
 
+# HTTPS: with DEBUG off, every setting `manage.py check --deploy` asks for is on (a proxy
+# that terminates TLS says so with X-Forwarded-Proto when TRUST_X_FORWARDED_PROTO is on).
+# Health, readiness and metrics answer over plain HTTP for probes and scrapers inside the
+# network.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+if env_bool("TRUST_X_FORWARDED_PROTO", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 365 * 24 * 60 * 60)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+
+# /metrics: staff users, or a scraper sending "Authorization: Bearer <METRICS_TOKEN>".
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "review:dashboard"
 LOGOUT_REDIRECT_URL = "login"
@@ -142,6 +170,8 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Workers log through LOGGING below (request-id filter, JSON when asked), not Celery's own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Expiry and decay run as this many parts at once (one per worker process).
 POLICY_JOB_PARTS = env_int("POLICY_JOB_PARTS", 2)
 # The beat schedule, declared here; migrate and beat's start copy it into the admin
@@ -215,7 +245,13 @@ SPECTACULAR_SETTINGS = {
 # write every process must see): Redis when CACHE_URL is set, else files under VAR_DIR.
 CACHE_URL = env_str("CACHE_URL")
 _shared_cache = (
-    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": CACHE_URL,
+        # A Redis that is down or stuck costs a request half a second, then the cache is
+        # skipped (assembly.cache): never a hung worker.
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+    }
     if CACHE_URL
     else {
         "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
@@ -263,10 +299,26 @@ TIKTOKEN_CACHE_DIR = env_path("TIKTOKEN_CACHE_DIR", VAR_DIR / "tiktoken")
 DEMO_USERNAME = env_str("DEMO_USERNAME", "reviewer")
 DEMO_PASSWORD = env_str("DEMO_PASSWORD", "review-the-memories")
 
+# Logs: one line per record with the request id; LOG_FORMAT=json writes one JSON object per
+# line instead (ops.logs). Nothing logs request bodies, keys or memory content.
+LOG_FORMAT = env_str("LOG_FORMAT", "text")
+if LOG_FORMAT not in {"text", "json"}:
+    raise ImproperlyConfigured('LOG_FORMAT must be "text" or "json".')
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "ops.requestid.RequestIdFilter"}},
+    "formatters": {
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {"()": "ops.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["request_id"],
+            "formatter": LOG_FORMAT,
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"pgserver": {"level": "WARNING"}},
 }

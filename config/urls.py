@@ -3,6 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from ops import views as ops_views
+
 admin.site.site_header = "Memory Layer"
 admin.site.site_title = "Memory Layer admin"
 admin.site.index_title = "Memories, projects, runs and history"
@@ -14,4 +16,10 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/", include("memories.api.urls")),
+    path("healthz", ops_views.healthz, name="healthz"),
+    path("readyz", ops_views.readyz, name="readyz"),
+    path("metrics", ops_views.metrics_view, name="metrics"),
 ]
+
+# A 500, or a 503 with Retry-After while the database is unreachable.
+handler500 = "ops.views.server_error"

@@ -25,6 +25,7 @@ from memories import uses
 from memories.candidates import scope_condition
 from memories.models import Memory, MemoryEvent, MemoryPolicy, Project
 from memories.text import content_hash
+from ops.metrics import JOB_CHANGED, JOB_RUNS, JOB_SECONDS
 from policies.compression import Compressor, configured_compressor
 from policies.models import JobState
 
@@ -107,7 +108,16 @@ def record_run(
     under ``name`` (by default the job's)."""
     name = name or job.__name__
     JobState.objects.update_or_create(name=name, defaults={"last_started_at": timezone.now()})
-    result = job(**kwargs)
+    started = time.monotonic()
+    try:
+        result = job(**kwargs)
+    except Exception:
+        JOB_RUNS.labels(job.__name__, "failed").inc()
+        raise
+    finally:
+        JOB_SECONDS.labels(job.__name__).observe(time.monotonic() - started)
+    JOB_RUNS.labels(job.__name__, "complete" if result.finished else "partial").inc()
+    JOB_CHANGED.labels(job.__name__).inc(result.total)
     JobState.objects.filter(name=name).update(
         last_finished_at=timezone.now(),
         last_changed=result.total,

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from memories.services import Conflict
+from ops.errors import error_body
 
 _CODES = {
     exceptions.ValidationError: "invalid",
@@ -62,10 +63,6 @@ def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
             flat |= _flatten(item, f"{prefix}[{index}]")
         return flat
     return {prefix or "nonFieldErrors": [str(detail)]}
-
-
-def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict:
-    return {"error": {"code": code, "message": message, "fields": fields or {}}}
 
 
 def _validation_message(fields: dict[str, list[str]]) -> str:

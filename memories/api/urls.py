@@ -1,5 +1,5 @@
 from django.urls import path, re_path, register_converter
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from assembly.api import ContextView
 from memories.api import views
@@ -26,7 +26,7 @@ memory = f"{project}/memories/<id:memory_id>"
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
     path("projects/", views.ProjectList.as_view(), name="projects"),
     path(project, views.ProjectDetail.as_view(), name="project"),
     path(f"{project}/memories", views.MemoryListCreate.as_view(), name="memories"),

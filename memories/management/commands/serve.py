@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from typing import Any
 
@@ -18,17 +20,26 @@ class Command(BaseCommand):
     def handle(self, *args: Any, addr: str, **options: Any) -> None:
         from honcho.manager import Manager
 
+        # Web, worker and beat write their metrics to one folder, added up by /metrics.
+        metrics_dir = settings.VAR_DIR / "metrics"
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        metrics_dir.mkdir(parents=True)
+        env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+
         # `exec` makes each service the process honcho signals and waits for.
         python = f"exec {sys.executable}"
         manager = Manager()
-        manager.add_process("web", f"{python} manage.py runserver {addr} --noreload")
+        manager.add_process("web", f"{python} manage.py runserver {addr} --noreload", env=env)
         manager.add_process(
-            "worker", f"{python} -m celery -A config worker --loglevel INFO --concurrency 2"
+            "worker",
+            f"{python} -m celery -A config worker --loglevel INFO --concurrency 2",
+            env=env,
         )
-        manager.add_process("beat", f"{python} -m celery -A config beat --loglevel INFO")
+        manager.add_process("beat", f"{python} -m celery -A config beat --loglevel INFO", env=env)
         self.stdout.write(
             self.style.SUCCESS(
-                f"\nMemory Layer is starting at http://{addr}/admin/\n"
+                f"\nMemory Layer is starting: review pages at http://{addr}/, "
+                f"the admin at http://{addr}/admin/, the API at http://{addr}/api/docs/\n"
                 f"Log in as {settings.DEMO_USERNAME} / {settings.DEMO_PASSWORD}\n"
                 f"Broker: {settings.CELERY_BROKER_URL}  "
                 f"Database: {settings.DATABASES['default']['HOST'] or 'embedded'}\n"

@@ -1,0 +1,139 @@
+"""Prometheus metrics of the service.
+
+With ``PROMETHEUS_MULTIPROC_DIR`` set (the gunicorn config and ``manage.py serve`` set it)
+every process (web workers, Celery workers) writes its samples to files there and a scrape
+adds them up, so counters are right whatever process served a request; without it a process
+reports its own. Gauges are computed at scrape time from the counters or the database, so
+none needs a per-process mode.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from prometheus_client import (
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+_FAST = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+ASSEMBLY_SECONDS = Histogram(
+    "memory_assembly_duration_seconds",
+    "Time to answer a context request, by whether the cache answered it.",
+    ["cache"],
+    buckets=_FAST,
+)
+CACHE_REQUESTS = Counter(
+    "memory_cache_requests", "Context requests looked up in the assembly cache.", ["result"]
+)
+CACHE_ERRORS = Counter(
+    "memory_cache_errors", "Assembly cache operations that failed (the cache was skipped)."
+)
+SOURCE_SECONDS = Histogram(
+    "memory_source_latency_seconds",
+    "Time of one source's candidate query.",
+    ["source"],
+    buckets=_FAST,
+)
+SOURCE_ERRORS = Counter(
+    "memory_source_errors", "Candidate queries that timed out or failed.", ["source"]
+)
+HTTP_REQUESTS = Counter(
+    "http_requests", "Requests answered, by endpoint and status.", ["method", "endpoint", "status"]
+)
+HTTP_SECONDS = Histogram(
+    "http_request_duration_seconds",
+    "Time to answer a request, by endpoint.",
+    ["method", "endpoint"],
+    buckets=_FAST,
+)
+JOB_RUNS = Counter(
+    "memory_policy_job_runs",
+    "Policy job runs, by how they ended (complete, partial: stopped at the time budget, failed).",
+    ["job", "outcome"],
+)
+JOB_SECONDS = Histogram(
+    "memory_policy_job_duration_seconds",
+    "Time of one policy job run.",
+    ["job"],
+    buckets=(0.1, 0.5, 1, 5, 15, 30, 60, 120, 300),
+)
+JOB_CHANGED = Counter(
+    "memory_policy_job_changed_memories", "Memories a policy job changed.", ["job"]
+)
+
+
+def multiprocess_dir() -> str | None:
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
+def _source_registry() -> CollectorRegistry:
+    if multiprocess_dir():
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return registry
+    return REGISTRY
+
+
+class _Derived(Collector):
+    """The cache hit ratio from the counters, and each policy job's last run from the
+    database (which also covers workers on other machines)."""
+
+    def __init__(self, source: CollectorRegistry) -> None:
+        self.source = source
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        hits = misses = 0.0
+        for family in self.source.collect():
+            if family.name != "memory_cache_requests":
+                continue
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    if sample.labels.get("result") == "hit":
+                        hits += sample.value
+                    else:
+                        misses += sample.value
+        ratio = GaugeMetricFamily(
+            "memory_cache_hit_ratio",
+            "Share of context requests the assembly cache answered since the server started.",
+        )
+        ratio.add_metric([], hits / (hits + misses) if hits + misses else 0.0)
+        yield ratio
+        yield from _job_states()
+
+
+def _job_states() -> Iterator[GaugeMetricFamily]:
+    from policies.models import JobState
+
+    finished = GaugeMetricFamily(
+        "memory_policy_job_last_finished_timestamp_seconds",
+        "When each policy job (or part) last finished, as a Unix time.",
+        labels=["job"],
+    )
+    changed = GaugeMetricFamily(
+        "memory_policy_job_last_changed_memories",
+        "Memories each policy job (or part) changed in its last run.",
+        labels=["job"],
+    )
+    for name, at, count in JobState.objects.values_list("name", "last_finished_at", "last_changed"):
+        if at is not None:
+            finished.add_metric([name], at.timestamp())
+            changed.add_metric([name], count)
+    yield finished
+    yield changed
+
+
+def exposition() -> bytes:
+    """Every metric in the Prometheus text format."""
+    source = _source_registry()
+    derived = CollectorRegistry(auto_describe=False)
+    derived.register(_Derived(source))
+    return generate_latest(source) + generate_latest(derived)
