@@ -12,6 +12,8 @@ from django.db.models import F, Func, Q, Value
 from django.db.models.functions import Cast, Coalesce, Length
 from django.db.models.lookups import LessThanOrEqual
 
+from memories.secrets import SecretsPolicy
+
 # The database's bound on content; the configurable limit (MEMORY_CONTENT_MAX_CHARS) is lower.
 CONTENT_HARD_LIMIT = 20000
 UNIT_INTERVAL = [MinValueValidator(0.0), MaxValueValidator(1.0)]
@@ -143,6 +145,16 @@ class MemoryPolicy(models.Model):
     scratch_keep_hours = models.PositiveIntegerField(default=24)
     # Code-change staleness: confidence lost by a memory whose tags a change touched.
     staleness_penalty = models.FloatField(default=0.1, validators=UNIT_INTERVAL)
+    # Secrets in what is written (memories.secrets): reject the write, or redact them.
+    secrets = models.CharField(
+        max_length=8,
+        choices=SecretsPolicy.CHOICES,
+        default=SecretsPolicy.REJECT,
+        db_default=SecretsPolicy.REJECT,
+        help_text="What a write holding a secret (API key, token, private key, password) "
+        "gets: a 400 that says where, or the secret replaced by [REDACTED <kind>] and the "
+        "redaction recorded in the memory's history.",
+    )
 
     class Meta:
         verbose_name_plural = "memory policies"

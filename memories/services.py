@@ -43,6 +43,7 @@ from memories.models import (
     Source,
     Tier,
 )
+from memories.secrets import SecretsPolicy, scrub
 from memories.tags import tag_keys, tag_patterns
 from memories.text import (
     clean_content,
@@ -104,22 +105,43 @@ def _aware_datetime(value: object, field_name: str) -> datetime | None:
 def _content_fields(content: object, *, summary: object = None) -> dict[str, Any]:
     cleaned = clean_content(content)
     if summary is None or summary == "":
-        short = summarize(cleaned)
-    else:
-        if not isinstance(summary, str):
-            raise ValidationError({"summary": "Summary must be a string."})
-        short = clean_content(summary)[:280]
-    return {
-        "content": cleaned,
-        "summary": short,
-        "token_count": count_tokens(cleaned),
-        "content_hash": content_hash(cleaned),
-    }
+        return {"content": cleaned}
+    if not isinstance(summary, str):
+        raise ValidationError({"summary": "Summary must be a string."})
+    return {"content": cleaned, "summary": clean_content(summary)[:280]}
 
 
-def _tag_fields(tags: object) -> dict[str, Any]:
-    cleaned = clean_tags(tags)
-    return {"tags": cleaned, "tag_patterns": tag_patterns(cleaned), "tag_keys": tag_keys(cleaned)}
+def _text_fields(mode: str, **given: Any) -> tuple[dict[str, Any], str]:
+    """The cleaned, secret-free values of the text fields in ``given`` (content with an
+    optional summary, tags) and the fields derived from them; and the history's note of
+    what was redacted (``mode`` as memories.secrets.scrub)."""
+    fields: dict[str, Any] = {}
+    if "content" in given:
+        fields |= _content_fields(given["content"], summary=given.get("summary"))
+    if "tags" in given:
+        fields["tags"] = clean_tags(given["tags"])
+    scrubbed = scrub(fields, mode)
+    values: dict[str, Any] = dict(scrubbed.values)
+    if "content" in values:
+        content = values["content"]
+        values |= {
+            "summary": values.get("summary") or summarize(content),
+            "token_count": count_tokens(content),
+            "content_hash": content_hash(content),
+        }
+    if "tags" in values:
+        values |= _tag_fields(values["tags"])
+    return values, scrubbed.note()
+
+
+def _tag_fields(tags: list[str]) -> dict[str, Any]:
+    """Cleaned tags and the match data derived from them."""
+    return {"tags": tags, "tag_patterns": tag_patterns(tags), "tag_keys": tag_keys(tags)}
+
+
+def _secrets_mode(project: Project | None) -> str:
+    """A project's secrets policy; a global memory's secrets are always rejected."""
+    return project.policy.secrets if project is not None else SecretsPolicy.REJECT
 
 
 def default_expiry(
@@ -186,6 +208,9 @@ def memory_create(
         expires_at = _aware_datetime(expires_at, "expires_at")
 
     approved = memory_source == Source.HUMAN and actor.can_review() and scope != Scope.GLOBAL
+    text, redacted = _text_fields(
+        _secrets_mode(project), content=content, summary=summary, tags=tags
+    )
     memory = Memory(
         project=project,
         scope=scope,
@@ -200,8 +225,7 @@ def memory_create(
         review_status=ReviewStatus.APPROVED if approved else ReviewStatus.PENDING,
         approved_by=actor.user if approved else None,
         approved_at=now if approved else None,
-        **_content_fields(content, summary=summary),
-        **_tag_fields(tags),
+        **text,
     )
     memory.full_clean(exclude=["search_vector", "match_keys"], validate_constraints=False)
     memory.save()
@@ -214,6 +238,7 @@ def memory_create(
             name: [None, _jsonable(getattr(memory, name))]
             for name in ("type", "content", "tags", "source", "confidence", "expires_at")
         },
+        reason=redacted,
         **actor.event_fields(),
         run=source_run,
     )
@@ -319,13 +344,16 @@ def memory_update(
     if unknown:
         raise ValidationError(dict.fromkeys(unknown, "This field cannot be changed here."))
     now = now or timezone.now()
-    values: dict[str, Any] = {}
+    text: dict[str, Any] = {}
     if "content" in changes or "summary" in changes:
-        values |= _content_fields(
-            changes.get("content", memory.content), summary=changes.get("summary")
-        )
+        text |= {
+            "content": changes.get("content", memory.content),
+            "summary": changes.get("summary"),
+        }
     if "tags" in changes:
-        values |= _tag_fields(changes["tags"])
+        text["tags"] = changes["tags"]
+    values, redacted = _text_fields(_secrets_mode(memory.project), **text)
+    reason = " ".join(part for part in (reason, redacted) if part)
     if "content" in values and values["content"] != memory.content:
         # New words are for compression to judge again.
         values["compressed_at"] = None
@@ -594,7 +622,8 @@ def memories_restore_content(*, memory_ids: Iterable[int], actor: Actor) -> Chan
         original = originals.get(memory.pk)
         if original is None or original == memory.content:
             return {}
-        values = _content_fields(original)
+        # Stored once already (secrets were dealt with then); redact anything found anyway.
+        values = _text_fields(SecretsPolicy.REDACT, content=original)[0]
         values["summary"] = memory.summary
         return values
 

@@ -36,6 +36,7 @@ from memories.models import (
     Source,
     Tier,
 )
+from memories.secrets import SecretsPolicy
 from memories.text import WRITE_SCOPE_ENTRY_MAX_CHARS, WRITE_SCOPE_MAX_ENTRIES
 
 # --- errors ---------------------------------------------------------------------------------
@@ -343,6 +344,11 @@ class PolicyOut(serializers.Serializer):
     minConfidence = serializers.FloatField()
     deactivateBelow = serializers.FloatField()
     maxItems = serializers.IntegerField(allow_null=True)
+    secrets = serializers.ChoiceField(
+        choices=SecretsPolicy.CHOICES,
+        help_text="A write holding a secret is rejected (400 naming where) or stored with the "
+        "secret replaced by [REDACTED <kind>].",
+    )
 
 
 @extend_schema_serializer(component_name="Project")
@@ -369,6 +375,7 @@ def project_out(project: Project) -> dict[str, Any]:
             "minConfidence": policy.min_confidence,
             "deactivateBelow": policy.deactivate_below,
             "maxItems": policy.max_items,
+            "secrets": policy.secrets,
         },
     }
 

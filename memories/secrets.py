@@ -1,0 +1,242 @@
+"""Secrets in what agents write: found before anything is stored.
+
+What an agent learns can carry what it saw: an API key in a log line, a password in a
+connection string. Memory text is rendered into other agents' prompts and shown to
+reviewers, so it must hold no secret. Each line of a memory's content, summary and tags is
+scanned by Yelp's detect-secrets (its provider detectors: AWS, GitHub, GitLab, Slack,
+Stripe, OpenAI, JWTs, private keys, credentials in URLs, quoted secret assignments, and
+more, with its false-positive filters), and by a few rules of our own for what it does not
+cover: unquoted assignments (``DB_PASSWORD=...``, ``api_key: ...``), newer key formats and
+this service's own API keys. A project's policy then rejects the write (a 400 that says
+where) or redacts each finding before storage (recorded in the memory's history).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+
+from django.core.exceptions import ValidationError
+
+# detect-secrets plugins that name what they find. Its entropy detectors are left out: on
+# prose they flag ordinary words.
+_PLUGINS = (
+    "AWSKeyDetector",
+    "ArtifactoryDetector",
+    "AzureStorageKeyDetector",
+    "BasicAuthDetector",
+    "CloudantDetector",
+    "DiscordBotTokenDetector",
+    "GitHubTokenDetector",
+    "GitLabTokenDetector",
+    "IbmCloudIamDetector",
+    "IbmCosHmacDetector",
+    "JwtTokenDetector",
+    "KeywordDetector",
+    "MailchimpDetector",
+    "NpmDetector",
+    "OpenAIDetector",
+    "PrivateKeyDetector",
+    "PypiTokenDetector",
+    "SendGridDetector",
+    "SlackDetector",
+    "SoftlayerDetector",
+    "SquareOAuthDetector",
+    "StripeDetector",
+    "TelegramBotTokenDetector",
+    "TwilioKeyDetector",
+)
+
+_NAME = (
+    r"[A-Za-z0-9_.\-]*"
+    r"(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key"
+    r"|credentials?)"
+    r"[A-Za-z0-9_\-]*"
+)
+# Our own rules: (kind, pattern, group holding the secret).
+_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
+    ("Memory Layer API Key", re.compile(r"\bml_[0-9a-f]{8}_[A-Za-z0-9_\-]{20,}"), 0),
+    ("OpenAI Key", re.compile(r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}"), 0),
+    ("Anthropic Key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
+    ("Google API Key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), 0),
+    ("Hugging Face Token", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), 0),
+    (
+        "GitHub Token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
+        0,
+    ),
+    (
+        "Secret Assignment",
+        # NAME=value or NAME: value, unquoted, 8+ characters that are not a reference
+        # (${VAR}, $VAR, <placeholder>, a call, an attribute such as os.environ[...]).
+        re.compile(
+            rf"(?i)\b{_NAME}\s*[:=]\s*(?![$<{{(\[]|os\.|env|process\.|settings\.)"
+            r"([^\s'\"`,;(){}\[\]<>]{8,})"
+        ),
+        1,
+    ),
+)
+# A value an assignment rule found that is in fact a word, a placeholder or a path.
+_NOT_A_SECRET = re.compile(
+    r"(?i)^(?:[a-z]+\d{0,2}(?:[_\-.][a-z]+\d{0,2})*|x+|\*+|\.+|changeme|placeholder"
+    r"|redacted.*|none|null|true|false|/.*)$"
+)
+# A token goes on to the left through these, to the right also through / and = (base64).
+_TOKEN_LEFT = re.compile(r"[A-Za-z0-9_\-.+~]")
+_TOKEN_RIGHT = re.compile(r"[A-Za-z0-9_\-.+/=~]")
+_PRIVATE_KEY_END = re.compile(r"-----END[A-Z ]*PRIVATE KEY( BLOCK)?-----")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A secret found in one field: where it is (1-based line and column) and what it looks
+    like. The secret itself is never kept."""
+
+    field: str
+    kind: str
+    line: int
+    column: int
+    start: int
+    end: int
+
+    def where(self) -> str:
+        return f"{self.kind} at line {self.line}, column {self.column}"
+
+
+@cache
+def _configure() -> None:
+    from detect_secrets.settings import configure_settings_from_baseline
+
+    configure_settings_from_baseline({"plugins_used": [{"name": name} for name in _PLUGINS]})
+
+
+def _detector_spans(line: str) -> Iterator[tuple[str, int, int]]:
+    from detect_secrets.core.scan import scan_line
+
+    _configure()
+    for found in scan_line(line):
+        value = found.secret_value or ""
+        start = line.find(value) if value else -1
+        if start < 0:
+            continue
+        end = start + len(value)
+        if found.type != "Private Key":
+            # Some detectors report only part of a token (a prefix): take the whole token.
+            while start > 0 and _TOKEN_LEFT.match(line[start - 1]):
+                start -= 1
+            while end < len(line) and _TOKEN_RIGHT.match(line[end]):
+                end += 1
+            while end > start + len(value) and line[end - 1] == ".":  # a sentence's end
+                end -= 1
+        yield found.type, start, end
+
+
+def _rule_spans(line: str) -> Iterator[tuple[str, int, int]]:
+    for kind, pattern, group in _RULES:
+        for match in pattern.finditer(line):
+            value = match.group(group)
+            if group and _NOT_A_SECRET.match(value):
+                continue
+            yield kind, match.start(group), match.end(group)
+
+
+def scan(text: str, field: str) -> list[Finding]:
+    """The secrets in ``text``, first to last, overlapping findings merged (the first kind
+    found names them). A private key runs from its BEGIN line to its END line."""
+    spans: list[tuple[int, int, str]] = []
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        bare = line.rstrip("\r\n")
+        for kind, start, end in [*_detector_spans(bare), *_rule_spans(bare)]:
+            if kind == "Private Key":
+                start = bare.find("-----BEGIN") if "-----BEGIN" in bare else start
+                closing = _PRIVATE_KEY_END.search(text, offset + end)
+                spans.append((offset + start, closing.end() if closing else len(text), kind))
+            else:
+                spans.append((offset + start, offset + end, kind))
+        offset += len(line)
+    merged: list[tuple[int, int, str]] = []
+    for start, end, kind in sorted(spans):
+        if merged and start < merged[-1][1]:
+            first_start, first_end, first_kind = merged[-1]
+            merged[-1] = (first_start, max(first_end, end), first_kind)
+        else:
+            merged.append((start, end, kind))
+    findings = []
+    for start, end, kind in merged:
+        number = text.count("\n", 0, start) + 1
+        column = start - (text.rfind("\n", 0, start) + 1) + 1
+        findings.append(Finding(field, kind, number, column, start, end))
+    return findings
+
+
+def redact(text: str, findings: list[Finding]) -> str:
+    """``text`` with each finding replaced by ``[REDACTED <kind>]``."""
+    parts, last = [], 0
+    for finding in sorted(findings, key=lambda f: f.start):
+        parts += [text[last : finding.start], f"[REDACTED {finding.kind}]"]
+        last = finding.end
+    return "".join([*parts, text[last:]])
+
+
+class SecretsPolicy:
+    REJECT = "reject"
+    REDACT = "redact"
+    CHOICES = ((REJECT, "Reject the write"), (REDACT, "Redact before storage"))
+
+
+@dataclass
+class Scrubbed:
+    """The fields as they may be stored, and what was redacted from them."""
+
+    values: dict[str, str | list[str]]
+    redacted: list[Finding]
+
+    def note(self) -> str:
+        """For the history: where each redaction was, never what it was."""
+        if not self.redacted:
+            return ""
+        places = "; ".join(f"{f.field}: {f.where()}" for f in self.redacted)
+        return f"Secrets redacted before storage ({places})."
+
+
+_HINT = (
+    "Store a reference to where the secret is kept (e.g. the name of its environment "
+    "variable), not the secret."
+)
+
+
+def scrub(values: dict[str, str | list[str]], mode: str) -> Scrubbed:
+    """Scan each field (a string, or a list of strings such as tags); with ``mode`` reject,
+    raise a ValidationError naming each field and where its secrets are; with redact,
+    return the fields with the secrets replaced."""
+    findings: dict[str, list[Finding]] = {}
+    scrubbed: dict[str, str | list[str]] = {}
+    redacted: list[Finding] = []
+    for name, value in values.items():
+        items = value if isinstance(value, list) else [value]
+        cleaned = []
+        for index, item in enumerate(items):
+            label = f"{name}[{index}]" if isinstance(value, list) else name
+            found = scan(item, label)
+            if found:
+                findings.setdefault(name, []).extend(found)
+                redacted.extend(found)
+            cleaned.append(redact(item, found) if found else item)
+        scrubbed[name] = cleaned if isinstance(value, list) else cleaned[0]
+    if findings and mode != SecretsPolicy.REDACT:
+        raise ValidationError(
+            {
+                name: [
+                    "Looks like a secret: "
+                    + "; ".join(
+                        (f"{f.field}: " if f.field != name else "") + f.where() for f in found
+                    )
+                    + f". {_HINT}"
+                ]
+                for name, found in findings.items()
+            }
+        )
+    return Scrubbed(scrubbed, redacted)
