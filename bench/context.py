@@ -103,6 +103,8 @@ def start_server(workers: int, cache_seconds: int) -> subprocess.Popen:
         "DEBUG": "false",
         "SECRET_KEY": "benchmark-only-secret-key-0123456789abcdefghijklmnop",
         "ALLOWED_HOSTS": "127.0.0.1",
+        # Plain HTTP on loopback: in production a TLS proxy sits in front.
+        "SECURE_SSL_REDIRECT": "false",
         "API_THROTTLE_RATE": "100000000/min",
         "ASSEMBLY_CACHE_SECONDS": str(cache_seconds),
         "LOG_LEVEL": "WARNING",
