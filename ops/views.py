@@ -39,12 +39,17 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
+def _problem(exc: Exception) -> str:
+    """An error in one line: its kind and the first line of its message."""
+    return f"{type(exc).__name__}: {next(iter(str(exc).splitlines()), '')}".strip()
+
+
 def _check_database() -> str | None:
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
     except DatabaseError as exc:
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".strip()
+        return _problem(exc)
     return None
 
 
@@ -55,7 +60,7 @@ def _check_broker() -> str | None:
         with app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, interval_start=0, timeout=1)
     except Exception as exc:  # any transport's error means the same: not reachable
-        return f"{type(exc).__name__}: {exc}"
+        return _problem(exc)
     return None
 
 
