@@ -478,7 +478,7 @@ def evict_memories(
 
 _COMPRESS_WINDOW = f"""
 SELECT max(id) FROM (
-    SELECT id FROM {MEMORIES} WHERE active AND compressed_at IS NULL AND id > %(after)s
+    SELECT id FROM {MEMORIES} WHERE active AND id > %(after)s
     ORDER BY id LIMIT %(batch_size)s
 ) AS win
 """
