@@ -678,13 +678,43 @@ PROBE_WORDS = 5
 _RANK = "ROW({m}.confidence, {m}.review_status = 'approved', {m}.pinned, -{m}.id)"
 _CONSOLIDATE_BATCH = _walk_statement(
     "active",
-    f"""anchors AS (
+    f"""anchors AS MATERIALIZED (
     SELECT m.id, m.project_id, m.type, m.content, m.content_hash,
+        cardinality(show_trgm(m.content)) AS trigrams,
         {policy("consolidate_similarity")} AS threshold,
         ARRAY(SELECT k FROM unnest(m.match_keys) AS k WHERE k LIKE m.project_id || ':w:%%'
               ORDER BY length(k) DESC, k LIMIT {PROBE_WORDS}) AS probe
     FROM {MEMORIES} m JOIN win ON win.id = m.id {POLICY_JOIN}
     WHERE m.active AND m.project_id IS NOT NULL
+), nearby AS (
+    -- Each anchor's candidates: the active memories of its project and type that hold one
+    -- of its probe words, or its very content, looked up anchor by anchor through the
+    -- indexes (OFFSET 0 keeps the planner from hashing the anchors against a scan of every
+    -- memory).
+    SELECT a.id AS anchor, d.id
+    FROM anchors AS a, LATERAL (
+        SELECT d.id FROM {MEMORIES} d
+        WHERE d.project_id = a.project_id AND d.type = a.type AND d.active AND d.id <> a.id
+            AND (d.match_keys && a.probe OR d.content_hash = a.content_hash)
+        OFFSET 0
+    ) AS d
+), sizes AS MATERIALIZED (
+    -- Each candidate's trigram count, once per batch however many anchors it is near.
+    SELECT d.id, d.content, d.content_hash, d.confidence, d.review_status, d.pinned,
+        cardinality(show_trgm(d.content)) AS trigrams
+    FROM {MEMORIES} d WHERE d.id IN (SELECT id FROM nearby)
+), compared AS (
+    -- Two texts share at most the smaller count of trigrams and have at least the larger
+    -- count between them, so a pair whose counts differ by more than the threshold allows
+    -- cannot be similar enough: similarity() runs only on the others. The ratio is divided
+    -- in real, as similarity() divides, so that rounding never drops a pair it would keep.
+    SELECT n.anchor, s.id, s.confidence, s.review_status, s.pinned,
+        CASE WHEN s.content_hash = a.content_hash THEN 1.0
+            ELSE similarity(s.content, a.content) END AS similarity
+    FROM nearby n JOIN anchors a ON a.id = n.anchor JOIN sizes s ON s.id = n.id
+    WHERE s.content_hash = a.content_hash
+        OR least(s.trigrams, a.trigrams)::real / greatest(s.trigrams, a.trigrams, 1)::real
+            >= a.threshold
 ), pairs AS (
     -- Each near-duplicate pair once per anchor, its sides ordered by rank.
     SELECT CASE WHEN {_RANK.format(m="b")} > {_RANK.format(m="o")} THEN o.id ELSE b.id END
@@ -695,14 +725,7 @@ _CONSOLIDATE_BATCH = _walk_statement(
         CASE WHEN {_RANK.format(m="b")} > {_RANK.format(m="o")} THEN o.pinned ELSE b.pinned END
             AS loser_pinned,
         o.similarity
-    FROM anchors AS a JOIN {MEMORIES} b ON b.id = a.id, LATERAL (
-        SELECT d.id, d.confidence, d.review_status, d.pinned,
-            CASE WHEN d.content_hash = a.content_hash THEN 1.0
-                ELSE similarity(d.content, a.content) END AS similarity
-        FROM {MEMORIES} d
-        WHERE d.project_id = a.project_id AND d.type = a.type AND d.active AND d.id <> a.id
-            AND (d.match_keys && a.probe OR d.content_hash = a.content_hash)
-    ) AS o
+    FROM compared AS o JOIN anchors AS a ON a.id = o.anchor JOIN {MEMORIES} b ON b.id = a.id
     WHERE o.similarity >= a.threshold
 ), edges AS (
     SELECT * FROM pairs WHERE NOT loser_pinned

@@ -3,6 +3,7 @@ its exemptions, a second run that changes nothing, and two workers at once."""
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 
 import pytest
@@ -483,6 +484,29 @@ def test_near_duplicates_that_differ_in_their_longest_words_still_merge(project,
     Memory.objects.filter(pk=keep.pk).update(confidence=0.9)
     assert services.consolidate_memories().total == 1
     assert fresh(edited).merged_into_id == keep.pk
+
+
+def test_a_pair_exactly_at_the_threshold_merges(project, make_memory):
+    """Only pairs whose trigram counts allow the threshold are compared: the bound must
+    keep a pair whose similarity is the threshold itself. Here one text's trigrams hold the
+    other's, so the similarity is the ratio of their counts (72 / 78), which real division
+    rounds up: a bound computed in double precision would drop this pair."""
+    keep = make_memory(project=project, content=NOTE)
+    longer = make_memory(project=project, content=NOTE + " zebra")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT similarity(%s, %s)::float8,"
+            " cardinality(show_trgm(%s)), cardinality(show_trgm(%s))",
+            [NOTE, longer.content, NOTE, longer.content],
+        )
+        similarity, shorter_count, longer_count = cursor.fetchone()
+    assert similarity > shorter_count / longer_count  # rounded up: the edge case
+    set_policy(project, consolidate_similarity=math.nextafter(similarity, 2))
+    assert services.consolidate_memories().total == 0
+    set_policy(project, consolidate_similarity=similarity)
+    JobState.objects.filter(name="consolidate_memories").update(cursor=0)  # a new pass
+    assert services.consolidate_memories().total == 1
+    assert fresh(longer).merged_into_id == keep.pk or fresh(keep).merged_into_id == longer.pk
 
 
 def test_consolidation_compares_within_one_project(project, other_project, make_memory):
