@@ -54,6 +54,7 @@ from memories.text import (
     summarize,
     to_utc,
 )
+from policies.models import PendingComparison
 
 INITIAL_CONFIDENCE: dict[str, float] = {Source.HUMAN: 1.0, Source.RUN: 0.5, Source.LEARNING: 0.3}
 OUTCOME_STEP = 0.1
@@ -262,6 +263,15 @@ class ChangeResult:
     missing_ids: list[int] = field(default_factory=list)
 
 
+def _compare_again(diff: dict[str, list[Any]]) -> bool:
+    """Whether a change makes a memory one for consolidation to compare again: its words or
+    type changed, or it became active again other than back from the archive (a memory
+    whose merge a person undid is not merged again unless its words change)."""
+    if "content" in diff or "type" in diff:
+        return True
+    return diff.get("active", [True, False])[1] is True and "archived_at" not in diff
+
+
 def _change_memories(
     *,
     memory_ids: Iterable[int],
@@ -275,7 +285,8 @@ def _change_memories(
     """Lock the memories, compute each one's new values, write the changed ones and their history.
 
     Queries: one locking read, then per batch of up to BATCH_SIZE changed rows one
-    UPDATE and one INSERT of events, whatever the number of memories.
+    UPDATE and one INSERT of events (and one of pending comparisons when words, type or
+    activity changed), whatever the number of memories.
     """
     ids = sorted(set(memory_ids))
     result = ChangeResult()
@@ -292,6 +303,7 @@ def _change_memories(
         found = {memory.pk for memory in memories}
         result.missing_ids = [pk for pk in ids if pk not in found]
         events: list[MemoryEvent] = []
+        compare: list[PendingComparison] = []
         written: set[str] = set()
         for memory in memories:
             values = compute(memory)
@@ -308,6 +320,8 @@ def _change_memories(
             memory.updated_at = now
             written.update(diff)
             result.changed.append(memory)
+            if _compare_again(diff):
+                compare.append(PendingComparison(memory_id=memory.pk))
             events.append(
                 MemoryEvent(
                     memory=memory,
@@ -329,6 +343,10 @@ def _change_memories(
                 result.changed, sorted(written | {"updated_at"}), batch_size=BATCH_SIZE
             )
             MemoryEvent.objects.bulk_create(events, batch_size=BATCH_SIZE)
+            if compare:
+                PendingComparison.objects.bulk_create(
+                    compare, batch_size=BATCH_SIZE, ignore_conflicts=True
+                )
             assembly_cache.invalidate({memory.project_id for memory in result.changed})
     return result
 

@@ -23,3 +23,17 @@ class JobState(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class PendingComparison(models.Model):
+    """A memory for consolidation to compare with its project's memories again, wherever its
+    walk has got to: the walk passes each memory once, and this memory's words, type or
+    neighbours changed after it passed (an edit, a reactivation, a near-duplicate whose
+    merge had to wait). The id is no foreign key: a memory deleted meanwhile leaves a row
+    that the next consolidation drops."""
+
+    memory_id = models.BigIntegerField(primary_key=True)
+    queued_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"memory {self.memory_id}"

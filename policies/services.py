@@ -27,7 +27,7 @@ from memories.models import Memory, MemoryEvent, MemoryPolicy, Project
 from memories.text import content_hash
 from ops.metrics import JOB_CHANGED, JOB_RUNS, JOB_SECONDS
 from policies.compression import Compressor, configured_compressor
-from policies.models import JobState
+from policies.models import JobState, PendingComparison
 
 BATCH_SIZE = 5000
 # The memories a run of a job covers, by id: (after, up to]. Jobs that take one can run as
@@ -38,6 +38,7 @@ ALL_IDS: IdRange = (0, 2**63 - 1)
 MEMORIES = Memory._meta.db_table
 EVENTS = MemoryEvent._meta.db_table
 POLICIES = MemoryPolicy._meta.db_table
+PENDING = PendingComparison._meta.db_table
 # Every job reads a memory's project policy through this join; global memories (no
 # project) and projects without a policy row get the field defaults (``policy_params``).
 POLICY_JOIN = f"LEFT JOIN {POLICIES} p ON p.project_id = m.project_id"
@@ -175,17 +176,19 @@ def _walk(
     job: str,
     sql: str,
     params: dict[str, Any],
-    seconds: float | None,
+    seconds: float | None = None,
     *,
     invalidate: bool = True,
     resume: bool = False,
     ids: IdRange = ALL_IDS,
+    into: JobResult | None = None,
 ) -> JobResult:
     """Run a batch statement over consecutive id windows of the job's partial index, within
     ``ids``: each statement reads at most ``batch_size`` rows, whatever the table's size.
     With ``resume`` the walk starts where the job's last walk ended (its JobState cursor),
-    which each batch moves in its own transaction."""
-    result = _result(job, seconds)
+    which each batch moves in its own transaction. ``into``: add to that result, within its
+    deadline, instead of a new one."""
+    result = into or _result(job, seconds)
     after = JobState.objects.get_or_create(name=job)[0].cursor if resume else ids[0]
     while not result.out_of_time():
         with transaction.atomic(), connection.cursor() as cursor:
@@ -676,9 +679,7 @@ PROBE_WORDS = 5
 # Which of two near-duplicates survives: the most confident, then approved, then pinned,
 # then the oldest.
 _RANK = "ROW({m}.confidence, {m}.review_status = 'approved', {m}.pinned, -{m}.id)"
-_CONSOLIDATE_BATCH = _walk_statement(
-    "active",
-    f"""anchors AS MATERIALIZED (
+_CONSOLIDATE_BODY = f"""anchors AS MATERIALIZED (
     SELECT m.id, m.project_id, m.type, m.content, m.content_hash,
         cardinality(show_trgm(m.content)) AS trigrams,
         {policy("consolidate_similarity")} AS threshold,
@@ -734,6 +735,11 @@ _CONSOLIDATE_BATCH = _walk_statement(
     SELECT DISTINCT ON (loser) loser, winner, similarity FROM edges
     WHERE winner NOT IN (SELECT loser FROM edges)
     ORDER BY loser, winner_rank DESC, similarity DESC
+), waiting AS (
+    -- ... to be compared again by the next run, with whatever then survives.
+    INSERT INTO {PENDING} (memory_id, queued_at)
+    SELECT DISTINCT loser, %(now)s FROM edges WHERE loser NOT IN (SELECT loser FROM chosen)
+    ON CONFLICT DO NOTHING
 ), losers AS (
     UPDATE {MEMORIES} m SET active = false, tier = 'frozen', archived_at = %(now)s,
         merged_into_id = chosen.winner, updated_at = %(now)s
@@ -788,8 +794,16 @@ _CONSOLIDATE_BATCH = _walk_statement(
     FROM winners
 ), changed AS (
     SELECT id, project_id FROM losers
-)""",
-)
+)"""
+# The walk: each active memory once, in id order, from where the last run stopped.
+_CONSOLIDATE_BATCH = _walk_statement("active", _CONSOLIDATE_BODY)
+# The memories pending another comparison, a batch at a time, taken off the list.
+_RECOMPARE_BATCH = f"""WITH win AS (
+    DELETE FROM {PENDING} WHERE memory_id IN (
+        SELECT memory_id FROM {PENDING} ORDER BY memory_id LIMIT %(batch_size)s
+    )
+    RETURNING memory_id AS id
+), {_CONSOLIDATE_BODY}{_WALK_RESULT}"""
 _CONSOLIDATION_LOCK = "consolidation"
 
 
@@ -802,6 +816,10 @@ def consolidate_memories(
     the union of tags and the summed access counts; the others are archived with a pointer
     to it (``memories_restore`` reverses a merge). Pinned memories are never merged away.
 
+    The memories pending another comparison (edited, reactivated, or whose merge had to
+    wait) go first; then the walk over the active memories goes on from where it stopped, so
+    each memory is compared once when new and again whenever its words change.
+
     One worker at a time (a session advisory lock; a second one returns at once): the pairs
     of a window are decided together, and a memory that loses in a window wins nothing in it.
     """
@@ -811,6 +829,9 @@ def consolidate_memories(
         if not cursor.fetchone()[0]:
             return JobResult("consolidate_memories")
         try:
-            return _walk("consolidate_memories", _CONSOLIDATE_BATCH, params, seconds, resume=True)
+            result = _walk("consolidate_memories", _RECOMPARE_BATCH, params, seconds)
+            if result.finished:
+                _walk("consolidate_memories", _CONSOLIDATE_BATCH, params, resume=True, into=result)
+            return result
         finally:
             cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [_CONSOLIDATION_LOCK])

@@ -16,7 +16,7 @@ from memories.actors import Actor
 from memories.models import EventAction, Memory, MemoryEvent, MemoryPolicy, RunStatus
 from policies import services
 from policies.compression import ExtractiveCompressor
-from policies.models import JobState
+from policies.models import JobState, PendingComparison
 
 pytestmark = pytest.mark.django_db
 SYSTEM = Actor.system("tests")
@@ -330,6 +330,11 @@ def test_a_merge_never_points_at_a_memory_merged_itself(project, make_memory):
     assert fresh(b).merged_into_id == a.pk
     assert fresh(c).active
     assert not Memory.objects.filter(merged_into__active=False).exists()
+    # C is compared again with what survived, and stays: it is not near A.
+    assert pending() == {c.pk}
+    assert services.consolidate_memories().total == 0
+    assert pending() == set()
+    assert fresh(c).active
 
 
 def test_pinned_memories_are_never_merged_away(project, make_memory):
@@ -347,6 +352,55 @@ def test_consolidation_goes_on_from_where_it_stopped(project, make_memory):
     reached = JobState.objects.get(name="consolidate_memories").cursor
     late = make_memory(project=project, content=NOTE)
     assert reached < late.pk
+    assert services.consolidate_memories().total == 1
+
+
+def pending():
+    return set(PendingComparison.objects.values_list("memory_id", flat=True))
+
+
+def test_a_memory_edited_into_a_near_duplicate_is_compared_again(project, make_memory):
+    keep = make_memory(project=project, content=NOTE)
+    edited = make_memory(project=project, content="Use UTC for every stored time.")
+    assert services.consolidate_memories().total == 0  # the walk has passed both
+    memory_services.memory_update(memory=edited, actor=SYSTEM, content=NOTE + " Really.")
+    assert pending() == {edited.pk}
+    Memory.objects.filter(pk=keep.pk).update(confidence=0.9)
+    assert services.consolidate_memories().changed == {project.pk: 1}
+    assert fresh(edited).merged_into_id == keep.pk
+    assert pending() == set()
+    assert services.consolidate_memories().total == 0
+
+
+def test_a_memory_whose_type_changed_or_that_became_active_again_is_compared_again(
+    project, make_memory
+):
+    keep = make_memory(project=project, content=NOTE)
+    warning = make_memory(project=project, content=NOTE, type="warning")
+    paused = make_memory(project=project, content=NOTE + " ")
+    memory_services.memories_set_active(memory_ids=[paused.pk], active=False, actor=SYSTEM)
+    Memory.objects.filter(pk=keep.pk).update(confidence=0.9)
+    assert services.consolidate_memories().total == 0
+    memory_services.memories_change_type(memory_ids=[warning.pk], type="pattern", actor=SYSTEM)
+    memory_services.memories_set_active(memory_ids=[paused.pk], active=True, actor=SYSTEM)
+    assert pending() == {warning.pk, paused.pk}
+    assert services.consolidate_memories().total == 2
+    assert fresh(warning).merged_into_id == fresh(paused).merged_into_id == keep.pk
+
+
+def test_a_merge_a_person_undid_is_not_merged_again(project, make_memory):
+    keep = make_memory(project=project, content=NOTE)
+    merged = make_memory(project=project, content=NOTE + " ")
+    assert services.consolidate_memories().total == 1
+    restored = fresh(merged) if fresh(merged).merged_into_id else fresh(keep)
+    memory_services.memories_restore(memory_ids=[restored.pk], actor=SYSTEM)
+    assert pending() == set()
+    assert services.consolidate_memories().total == 0
+    assert fresh(restored).active
+    # Until its words change.
+    memory_services.memory_update(
+        memory=restored, actor=SYSTEM, content=NOTE.replace("Always", "Please always")
+    )
     assert services.consolidate_memories().total == 1
 
 
