@@ -35,6 +35,7 @@ import django
 django.setup()
 
 from django.db import connection  # noqa: E402
+from django.db.migrations.executor import MigrationExecutor  # noqa: E402
 
 from memories.models import Memory, MemoryPolicy  # noqa: E402
 from policies import services  # noqa: E402
@@ -43,6 +44,18 @@ from policies import services  # noqa: E402
 def active() -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM project_memories WHERE active")
+        return cursor.fetchone()[0]
+
+
+def examined() -> int:
+    """The memories consolidation's walk has examined: those active when it started up to
+    where it stopped (the ones merged since included)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM project_memories WHERE id <= (SELECT cursor FROM"
+            " policies_jobstate WHERE name = 'consolidate_memories')"
+            " AND (active OR merged_into_id IS NOT NULL)"
+        )
         return cursor.fetchone()[0]
 
 
@@ -100,6 +113,19 @@ def fresh_store(template: str) -> None:
         cursor.execute("CHECKPOINT")
 
 
+def require_migrated() -> None:
+    """Stop with what to do when the store (or the template it was copied from) was seeded
+    before the last migrations."""
+    executor = MigrationExecutor(connection)
+    missing = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if missing:
+        names = ", ".join(f"{m.app_label}.{m.name}" for m, _ in missing)
+        raise SystemExit(
+            f"{connection.settings_dict['NAME']} lacks migrations ({names}):"
+            " run manage.py migrate on it (on the template itself with --template)"
+        )
+
+
 def expiry_and_decay(parts: int) -> float:
     _, expiry = timed(f"expiry, {parts} parts", partial(in_parts, services.expire_memories, parts))
     _, decay = timed(f"decay, {parts} parts", partial(in_parts, services.decay_memories, parts))
@@ -129,6 +155,7 @@ def main() -> None:
     for _ in range(args.rounds):
         if args.template:
             fresh_store(args.template)
+        require_migrated()
         total, projects = Memory.objects.count(), MemoryPolicy.objects.count()
         print(f"{total:,} memories, {active():,} active, in {projects} projects")
         seconds.append(expiry_and_decay(args.parts))
@@ -154,13 +181,11 @@ def main() -> None:
         )
     result, seconds = timed("eviction", services.evict_memories)
     print(f"{'':<34} {result.total / seconds:>26,.0f} evicted memories/s")
-    walked = active()
     result, seconds = timed(
         "consolidation", services.consolidate_memories, seconds=args.seconds, batch_size=500
     )
-    examined = result.batches * 500
     print(
-        f"{'':<34} {min(examined, walked) / seconds:>26,.0f} examined memories/s,"
+        f"{'':<34} {examined() / seconds:>26,.0f} examined memories/s,"
         f" {result.total / seconds:,.0f} merged/s"
     )
 
