@@ -4,8 +4,9 @@ import django.contrib.postgres.indexes
 import django.core.validators
 import django.db.models.deletion
 from django.conf import settings
-from django.contrib.postgres.operations import BtreeGinExtension, TrigramExtension
 from django.db import migrations, models
+
+from memories.trigrams import AddIndexWithExtensions, OptionalExtension, Trigrams
 
 
 class Migration(migrations.Migration):
@@ -15,8 +16,8 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        TrigramExtension(),
-        BtreeGinExtension(),
+        Trigrams(),
+        OptionalExtension("btree_gin"),
         migrations.RemoveConstraint(
             model_name="memoryevent",
             name="event_action_valid",
@@ -200,7 +201,8 @@ class Migration(migrations.Migration):
                 max_length=16,
             ),
         ),
-        migrations.AddIndex(
+        # Dropped again by 0010 (IF EXISTS): built only where both extensions are.
+        AddIndexWithExtensions(
             model_name="memory",
             index=django.contrib.postgres.indexes.GinIndex(
                 models.F("project"),
@@ -208,6 +210,7 @@ class Migration(migrations.Migration):
                 condition=models.Q(("active", True)),
                 name="memory_similar_idx",
             ),
+            extensions=("pg_trgm", "btree_gin"),
         ),
         migrations.AddIndex(
             model_name="memory",
