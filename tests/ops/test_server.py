@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from tests.ops.test_ops import _sample
+from tests.support import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "metrics-token-for-the-test-0123456789"
@@ -39,12 +39,10 @@ def _get(port: int, path: str, **headers: str) -> tuple[int, str, str]:
 
 @pytest.mark.django_db
 def test_counters_are_right_with_several_worker_processes(tmp_path):
-    settings = connection.settings_dict
     port = _free_port()
     env = {
         **os.environ,
-        "DATABASE_URL": f"postgres://{settings['USER']}@{settings['HOST']}:{settings['PORT']}/"
-        f"{settings['NAME']}",
+        "DATABASE_URL": database_url(),
         "DEBUG": "false",
         "SECRET_KEY": "server-test-only-secret-key-0123456789abcdefghijklmnop",
         "ALLOWED_HOSTS": "127.0.0.1",

@@ -19,6 +19,7 @@ from django.utils import timezone
 from config.celery import app
 from memories.models import Memory, MemoryEvent
 from policies import tasks
+from tests.support import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKER = os.environ.get("TEST_CELERY_BROKER_URL", "redis://127.0.0.1:6379/14")
@@ -84,16 +85,8 @@ def test_a_task_runs_its_policy(project, make_memory):
     assert memory.active is False
 
 
-def _database_url() -> str:
-    database = connection.settings_dict
-    return (
-        f"postgres://{database['USER']}:{database['PASSWORD'] or ''}"
-        f"@{database['HOST'] or '127.0.0.1'}:{database['PORT'] or 5432}/{database['NAME']}"
-    )
-
-
 def _start_worker(queue: str) -> subprocess.Popen:
-    env = {**os.environ, "CELERY_BROKER_URL": BROKER, "DATABASE_URL": _database_url()}
+    env = {**os.environ, "CELERY_BROKER_URL": BROKER, "DATABASE_URL": database_url()}
     return subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo",
          "--without-heartbeat", "--without-mingle", "--without-gossip", "--loglevel", "WARNING",
