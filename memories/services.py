@@ -269,7 +269,7 @@ def _compare_again(diff: dict[str, list[Any]]) -> bool:
     whose merge a person undid is not merged again unless its words change)."""
     if "content" in diff or "type" in diff:
         return True
-    return diff.get("active", [True, False])[1] is True and "archived_at" not in diff
+    return diff.get("active") == [False, True] and "archived_at" not in diff
 
 
 def _change_memories(

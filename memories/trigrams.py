@@ -53,13 +53,17 @@ def _exists(schema_editor: Any, catalog: str, name: str) -> bool:
         return bool(cursor.fetchone()[0])
 
 
-class Trigrams(Operation):
-    """``pg_trgm`` where the server ships it; otherwise its two functions in SQL."""
+class _DatabaseOnly(Operation):
+    """An operation on the database that leaves the models' state as it is."""
 
     reversible = True
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         pass
+
+
+class Trigrams(_DatabaseOnly):
+    """``pg_trgm`` where the server ships it; otherwise its two functions in SQL."""
 
     def database_forwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
@@ -83,16 +87,11 @@ class Trigrams(Operation):
         return "Trigram similarity (pg_trgm, or its functions in SQL)"
 
 
-class OptionalExtension(Operation):
+class OptionalExtension(_DatabaseOnly):
     """An extension that only ``AddIndexWithExtensions`` needs: created where available."""
-
-    reversible = True
 
     def __init__(self, name: str) -> None:
         self.name = name
-
-    def state_forwards(self, app_label: str, state: Any) -> None:
-        pass
 
     def database_forwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
