@@ -53,59 +53,61 @@ def _exists(schema_editor: Any, catalog: str, name: str) -> bool:
         return bool(cursor.fetchone()[0])
 
 
-class _DatabaseOnly(Operation):
-    """An operation on the database that leaves the models' state as it is."""
+class OptionalExtension(Operation):
+    """An extension created where the server ships it; elsewhere its stand-in, if any.
+    The models' state is left as it is."""
 
     reversible = True
 
-    def state_forwards(self, app_label: str, state: Any) -> None:
-        pass
-
-
-class Trigrams(_DatabaseOnly):
-    """``pg_trgm`` where the server ships it; otherwise its two functions in SQL."""
-
-    def database_forwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if _exists(schema_editor, "pg_available_extensions", "pg_trgm"):
-            schema_editor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
-        else:
-            for statement in functions_sql():
-                schema_editor.execute(statement)
-
-    def database_backwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if _exists(schema_editor, "pg_extension", "pg_trgm"):
-            schema_editor.execute("DROP EXTENSION pg_trgm")
-        else:
-            for function in reversed(FUNCTIONS):
-                schema_editor.execute(f"DROP FUNCTION IF EXISTS {function}")
-
-    def describe(self) -> str:
-        return "Trigram similarity (pg_trgm, or its functions in SQL)"
-
-
-class OptionalExtension(_DatabaseOnly):
-    """An extension that only ``AddIndexWithExtensions`` needs: created where available."""
-
     def __init__(self, name: str) -> None:
         self.name = name
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        pass
 
     def database_forwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
         if _exists(schema_editor, "pg_available_extensions", self.name):
             schema_editor.execute(f"CREATE EXTENSION IF NOT EXISTS {self.name}")
+        else:
+            self.stand_in(schema_editor)
 
     def database_backwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
-        schema_editor.execute(f"DROP EXTENSION IF EXISTS {self.name}")
+        if _exists(schema_editor, "pg_extension", self.name):
+            schema_editor.execute(f"DROP EXTENSION {self.name}")
+        else:
+            self.remove_stand_in(schema_editor)
+
+    def stand_in(self, schema_editor: Any) -> None:
+        """What replaces the extension on a server without it (by default nothing: only
+        ``AddIndexWithExtensions`` needs it)."""
+
+    def remove_stand_in(self, schema_editor: Any) -> None:
+        pass
 
     def describe(self) -> str:
         return f"Creates extension {self.name} where the server has it"
+
+
+class Trigrams(OptionalExtension):
+    """``pg_trgm`` where the server ships it; otherwise its two functions in SQL."""
+
+    def __init__(self) -> None:
+        super().__init__("pg_trgm")
+
+    def stand_in(self, schema_editor: Any) -> None:
+        for statement in functions_sql():
+            schema_editor.execute(statement)
+
+    def remove_stand_in(self, schema_editor: Any) -> None:
+        for function in reversed(FUNCTIONS):
+            schema_editor.execute(f"DROP FUNCTION IF EXISTS {function}")
+
+    def describe(self) -> str:
+        return "Trigram similarity (pg_trgm, or its functions in SQL)"
 
 
 class AddIndexWithExtensions(AddIndex):
