@@ -16,7 +16,6 @@ from assembly.packing import LODS
 from assembly.render import PROMPT_PARTS
 from assembly.services import FORMATS, ContextRequest, context_assemble, context_replay
 from assembly.sources import SOURCES
-from assembly.tokens import SUPPORTED_ENCODINGS
 from memories.api.access import project_or_404
 from memories.api.auth import actor_for
 from memories.api.fields import (
@@ -29,6 +28,7 @@ from memories.api.fields import (
 from memories.api.responses import ThenJSONResponse, ThenResponse
 from memories.api.views import PROJECT_PARAM, WRITE_ERRORS, errors
 from memories.text import WRITE_SCOPE_ENTRY_MAX_CHARS, WRITE_SCOPE_MAX_ENTRIES
+from memories.tokens import SUPPORTED_ENCODINGS
 
 
 class ShareIn(StrictInput):

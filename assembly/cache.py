@@ -1,11 +1,11 @@
 """The assembly cache and its invalidation.
 
 Every write to a project's memories gives the project a new random version
-token (after commit); a cached assembly is stored with the tokens it was
-assembled at and served only while they are still the current ones, so any
-write makes it stale. Global memories have their own token, checked too.
-Bookkeeping of use (access counts) is not a change of what can be chosen and
-does not invalidate.
+token once it commits (the store announces it: memories.hooks); a cached
+assembly is stored with the tokens it was assembled at and served only while
+they are still the current ones, so any write makes it stale. Global memories
+have their own token, checked too. Bookkeeping of use (access counts) is not a
+change of what can be chosen and does not invalidate.
 
 The cache is an accelerator, never a dependency: when it cannot be reached, requests are
 assembled without it. A process that saw it fail trusts nothing it holds for the cache's
@@ -19,12 +19,13 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import caches
-from django.db import transaction
 
-from ops.metrics import CACHE_ERRORS
+from assembly.metrics import CACHE_ERRORS
+from memories.hooks import MemoriesChanged
 
 logger = logging.getLogger(__name__)
 
@@ -51,21 +52,21 @@ def _version_key(scope: int | str) -> str:
 
 
 def invalidate(project_ids: Iterable[int | None]) -> None:
-    """After the current transaction commits, make cached assemblies of these projects stale
-    (None: a global memory changed)."""
+    """Make cached assemblies of these projects stale (None: a global memory changed)."""
     scopes = {GLOBAL if pid is None else pid for pid in project_ids}
     if not scopes:
         return
+    try:
+        caches[CACHE_ALIAS].set_many(
+            {_version_key(scope): uuid.uuid4().hex for scope in scopes}, timeout=None
+        )
+    except Exception as exc:  # the write is committed; the cache must not undo its answer
+        _failed("invalidate", exc)
 
-    def bump() -> None:
-        try:
-            caches[CACHE_ALIAS].set_many(
-                {_version_key(scope): uuid.uuid4().hex for scope in scopes}, timeout=None
-            )
-        except Exception as exc:  # the write is committed; the cache must not undo its answer
-            _failed("invalidate", exc)
 
-    transaction.on_commit(bump)
+def on_memories_changed(*, change: MemoriesChanged, **kwargs: Any) -> None:
+    """Subscriber of memories.hooks: a committed change of a project's memories."""
+    invalidate(change.project_ids)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from assembly.budget import DEFAULT_SHARES, Share, allocate
 from assembly.render import memory_line, render_section
-from assembly.tokens import count_line_tokens, count_tokens
+from memories.tokens import count_line_tokens, count_tokens
 
 LODS: tuple[str, ...] = ("macro", "micro", "atomic", "adaptive")
 MICRO_WORDS = 40

@@ -16,16 +16,16 @@ from django.utils import timezone
 
 from assembly import cache
 from assembly.budget import Share
+from assembly.metrics import ASSEMBLY_SECONDS, CACHE_REQUESTS
 from assembly.packing import LODS, Packed, Weights, pack, rank
 from assembly.render import PROMPT_PARTS, render_prompt
 from assembly.sources import SOURCES, SourceResult, fetch
-from assembly.tokens import SUPPORTED_ENCODINGS, count_tokens
 from memories import services as memory_services
-from memories import uses
 from memories.actors import Actor
 from memories.models import MemoryPolicy, Project, Run
+from memories.services import uses
 from memories.text import clean_write_scope
-from ops.metrics import ASSEMBLY_SECONDS, CACHE_REQUESTS
+from memories.tokens import SUPPORTED_ENCODINGS, count_tokens
 
 FORMATS = ("section", "prompt")
 EXCLUDED_SHOWN = 20

@@ -7,8 +7,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from assembly.packing import Candidate, recency
-from memories.candidates import (
+from assembly.candidates import (
     Cancelled,
     Source,
     candidate_query,
@@ -17,8 +16,9 @@ from memories.candidates import (
     project_source,
     run_source,
 )
+from assembly.metrics import SOURCE_ERRORS, SOURCE_SECONDS
+from assembly.packing import Candidate, recency
 from memories.models import Project, Run
-from ops.metrics import SOURCE_ERRORS, SOURCE_SECONDS
 
 SOURCES = ("run", "project", "global")
 # Rows taken per source before ranking in Python: enough for any limit the policy allows
@@ -67,7 +67,7 @@ def fetch(
     now: datetime,
     left_out: int = 0,
 ) -> SourceResult:
-    """The best candidates of one source, ranked in SQL (memories.candidates): write-scope
+    """The best candidates of one source, ranked in SQL (assembly.candidates): write-scope
     matches first, then matches of the intent, then confidence x relevance; at most a
     bounded number of rows, read through indexes whatever the project's size. With
     ``left_out``, also up to that many write-scope matches the usable rule leaves out."""

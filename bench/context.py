@@ -44,8 +44,8 @@ def django_setup() -> None:
 
 
 class UsesFlusher(threading.Thread):
-    """Plays the beat's flush of noted uses (memories.uses) while the load runs, so its cost
-    to the database is in the figures."""
+    """Plays the beat's flush of noted uses (memories.services.uses) while the load runs, so
+    its cost to the database is in the figures."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
@@ -55,7 +55,7 @@ class UsesFlusher(threading.Thread):
         from django.conf import settings
         from django.db import connection
 
-        from memories import uses
+        from memories.services import uses
 
         while not self.stopped.wait(settings.MEMORY_USES_FLUSH_SECONDS):
             uses.flush()

@@ -341,7 +341,7 @@ def worker_killed() -> None:
     url = create_database(BASE_URL, DATABASE)
     total = int(manage(url, SEED_DECAY).splitlines()[-1])
     reference = create_database(BASE_URL, f"{DATABASE}_once", template=DATABASE)
-    manage(reference, "from policies import services\nservices.record_run(services.decay_memories)")
+    manage(reference, "from policies import decay, runner\nrunner.record_run(decay.decay_memories)")
     broker = "redis://127.0.0.1:6379/12"
     env = {
         **os.environ,

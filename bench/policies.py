@@ -38,7 +38,13 @@ from django.db import connection  # noqa: E402
 from django.db.migrations.executor import MigrationExecutor  # noqa: E402
 
 from memories.models import Memory, MemoryPolicy  # noqa: E402
-from policies import services  # noqa: E402
+from policies import runner  # noqa: E402
+from policies.compression import compress_memories  # noqa: E402
+from policies.consolidation import consolidate_memories  # noqa: E402
+from policies.decay import decay_memories  # noqa: E402
+from policies.eviction import evict_memories  # noqa: E402
+from policies.expiry import expire_memories  # noqa: E402
+from policies.tiers import update_tiers  # noqa: E402
 
 
 def active() -> int:
@@ -59,7 +65,7 @@ def examined() -> int:
         return cursor.fetchone()[0]
 
 
-def timed(label: str, job, **kwargs) -> tuple[services.JobResult, float]:
+def timed(label: str, job, **kwargs) -> tuple[runner.JobResult, float]:
     started = time.perf_counter()
     result = job(**kwargs)
     seconds = time.perf_counter() - started
@@ -71,24 +77,24 @@ def timed(label: str, job, **kwargs) -> tuple[services.JobResult, float]:
     return result, seconds
 
 
-def in_parts(job, parts: int, **kwargs) -> services.JobResult:
+def in_parts(job, parts: int, **kwargs) -> runner.JobResult:
     """Run ``job`` as ``parts`` parts over ranges of ids at once, one thread (and database
     connection) each, as a worker with that many processes runs the parts the beat's task
     sends; the result adds theirs up."""
-    results: list[services.JobResult] = []
+    results: list[runner.JobResult] = []
 
-    def part(ids: services.IdRange) -> None:
+    def part(ids: runner.IdRange) -> None:
         try:
             results.append(job(ids=ids, **kwargs))
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=part, args=(ids,)) for ids in services.id_parts(parts)]
+    threads = [threading.Thread(target=part, args=(ids,)) for ids in runner.id_parts(parts)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    total = services.JobResult(job.__name__)
+    total = runner.JobResult(job.__name__)
     for result in results:
         total.batches += result.batches
         total.finished &= result.finished
@@ -127,8 +133,8 @@ def require_migrated() -> None:
 
 
 def expiry_and_decay(parts: int) -> float:
-    _, expiry = timed(f"expiry, {parts} parts", partial(in_parts, services.expire_memories, parts))
-    _, decay = timed(f"decay, {parts} parts", partial(in_parts, services.decay_memories, parts))
+    _, expiry = timed(f"expiry, {parts} parts", partial(in_parts, expire_memories, parts))
+    _, decay = timed(f"decay, {parts} parts", partial(in_parts, decay_memories, parts))
     print(f"{'expiry + decay':<34} {expiry + decay:>36.1f} s", flush=True)
     return expiry + decay
 
@@ -170,19 +176,19 @@ def main() -> None:
     print()
     # The bench store's memories are short: compress those over 60 tokens.
     MemoryPolicy.objects.update(compress_min_tokens=60)
-    _, tiers = timed("tiers", services.update_tiers)
+    _, tiers = timed("tiers", update_tiers)
     print(f"{'':<34} {active() / tiers:>26,.0f} active memories/s")
-    result, seconds = timed("compression", services.compress_memories)
+    result, seconds = timed("compression", compress_memories)
     print(f"{'':<34} {result.total / seconds:>26,.0f} compressed memories/s")
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE memories_memorypolicy p SET max_items = (SELECT (count(*) * 0.9)::int"
             " FROM project_memories m WHERE m.project_id = p.project_id AND m.active)"
         )
-    result, seconds = timed("eviction", services.evict_memories)
+    result, seconds = timed("eviction", evict_memories)
     print(f"{'':<34} {result.total / seconds:>26,.0f} evicted memories/s")
     result, seconds = timed(
-        "consolidation", services.consolidate_memories, seconds=args.seconds, batch_size=500
+        "consolidation", consolidate_memories, seconds=args.seconds, batch_size=500
     )
     print(
         f"{'':<34} {examined() / seconds:>26,.0f} examined memories/s,"

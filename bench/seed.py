@@ -31,11 +31,11 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
-from assembly.tokens import get_encoding  # noqa: E402
 from memories import services  # noqa: E402
 from memories.models import Project  # noqa: E402
 from memories.tags import tag_keys, tag_patterns  # noqa: E402
 from memories.text import content_hash, summarize  # noqa: E402
+from memories.tokens import get_encoding  # noqa: E402
 
 AREAS = ["core", "api", "auth", "billing", "search", "importers", "invoices", "ledger", "ops", "ui"]
 FILES = ["models", "views", "services", "tasks", "serializers", "admin", "utils", "tests"]

@@ -264,7 +264,7 @@ CACHES = {
 }
 ASSEMBLY_CACHE_SECONDS = env_int("ASSEMBLY_CACHE_SECONDS", 60)
 # Uses of memories (access counts) are noted in this Redis and written in batches
-# (memories.uses); unset (and no CACHE_URL): each use is written at once.
+# (memories.services.uses); unset (and no CACHE_URL): each use is written at once.
 MEMORY_USES_URL = env_str("MEMORY_USES_URL", CACHE_URL or "")
 MEMORY_USES_FLUSH_SECONDS = env_int("MEMORY_USES_FLUSH_SECONDS", 10)
 CELERY_BEAT_SCHEDULE["flush-memory-uses"] = {
@@ -280,7 +280,7 @@ MEMORY_SUMMARY_MAX_CHARS = 280
 MEMORY_MAX_TAGS = env_int("MEMORY_MAX_TAGS", 20)
 MEMORY_TAG_MAX_CHARS = 200
 MEMORY_TOKEN_ENCODING = env_str("MEMORY_TOKEN_ENCODING", "o200k_base")
-# Compression of long, rarely used memories (policies.compression): "extractive" (default,
+# Compression of long, rarely used memories (policies.compressors): "extractive" (default,
 # deterministic, local) or "llm" (an OpenAI-compatible chat completions endpoint).
 MEMORY_COMPRESSOR = env_str("MEMORY_COMPRESSOR", "extractive")
 MEMORY_COMPRESSOR_URL = env_str("MEMORY_COMPRESSOR_URL", "")

@@ -23,29 +23,11 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-_FAST = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+# Every layer's metrics are registered once this module is imported, so a scrape of any
+# process lists them all.
+import policies.metrics  # noqa: F401
+from assembly.metrics import FAST_BUCKETS
 
-ASSEMBLY_SECONDS = Histogram(
-    "memory_assembly_duration_seconds",
-    "Time to answer a context request, by whether the cache answered it.",
-    ["cache"],
-    buckets=_FAST,
-)
-CACHE_REQUESTS = Counter(
-    "memory_cache_requests", "Context requests looked up in the assembly cache.", ["result"]
-)
-CACHE_ERRORS = Counter(
-    "memory_cache_errors", "Assembly cache operations that failed (the cache was skipped)."
-)
-SOURCE_SECONDS = Histogram(
-    "memory_source_latency_seconds",
-    "Time of one source's candidate query.",
-    ["source"],
-    buckets=_FAST,
-)
-SOURCE_ERRORS = Counter(
-    "memory_source_errors", "Candidate queries that timed out or failed.", ["source"]
-)
 HTTP_REQUESTS = Counter(
     "http_requests", "Requests answered, by endpoint and status.", ["method", "endpoint", "status"]
 )
@@ -53,21 +35,7 @@ HTTP_SECONDS = Histogram(
     "http_request_duration_seconds",
     "Time to answer a request, by endpoint.",
     ["method", "endpoint"],
-    buckets=_FAST,
-)
-JOB_RUNS = Counter(
-    "memory_policy_job_runs",
-    "Policy job runs, by how they ended (complete, partial: stopped at the time budget, failed).",
-    ["job", "outcome"],
-)
-JOB_SECONDS = Histogram(
-    "memory_policy_job_duration_seconds",
-    "Time of one policy job run.",
-    ["job"],
-    buckets=(0.1, 0.5, 1, 5, 15, 30, 60, 120, 300),
-)
-JOB_CHANGED = Counter(
-    "memory_policy_job_changed_memories", "Memories a policy job changed.", ["job"]
+    buckets=FAST_BUCKETS,
 )
 
 

@@ -7,6 +7,7 @@ import logging
 import sys
 import time
 
+from celery import current_app
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -54,10 +55,8 @@ def _check_database() -> str | None:
 
 
 def _check_broker() -> str | None:
-    from config.celery import app
-
     try:
-        with app.connection_for_write() as conn:
+        with current_app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, interval_start=0, timeout=1)
     except Exception as exc:  # any transport's error means the same: not reachable
         return _problem(exc)

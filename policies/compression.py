@@ -1,189 +1,149 @@
-"""Compressors: a shorter form of a memory's content at about a target number of tokens.
-
-The default is extractive and deterministic: it keeps the sentences that carry the most of
-the memory's own vocabulary, in their original order. ``MEMORY_COMPRESSOR=llm`` asks an
-OpenAI-compatible chat completions endpoint instead (``MEMORY_COMPRESSOR_URL``,
-``MEMORY_COMPRESSOR_MODEL``, ``MEMORY_COMPRESSOR_API_KEY``); an answer that fails, is empty
-or is not shorter falls back to the extractive form, so a job never stalls on the endpoint.
-"""
+"""Compression: long, rarely used, old memories get a shorter content; the original stays
+in their history."""
 
 from __future__ import annotations
 
-import json
-import logging
-import math
-import re
-import urllib.error
-import urllib.request
-from collections import Counter
-from functools import cache
-from typing import Protocol
+from datetime import datetime
+from typing import Any
 
-from django.conf import settings
+from django.db import connection, transaction
 
-from assembly.tokens import count_tokens
-
-logger = logging.getLogger(__name__)
-
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
-_WORD = re.compile(r"\w+")
-# Words that carry nothing on their own.
-_STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "but",
-        "by",
-        "for",
-        "from",
-        "has",
-        "have",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "so",
-        "that",
-        "the",
-        "then",
-        "there",
-        "these",
-        "this",
-        "to",
-        "was",
-        "were",
-        "when",
-        "which",
-        "while",
-        "will",
-        "with",
-    ]
+from memories import history
+from memories.actors import Actor
+from memories.models import EventAction
+from memories.services import uses
+from memories.text import content_hash
+from memories.tokens import count_tokens
+from policies.compressors import Compressor, configured_compressor
+from policies.runner import (
+    MEMORIES,
+    POLICY_JOIN,
+    JobResult,
+    changed_counts,
+    days,
+    params,
+    policy,
+    start,
+    task,
 )
 
+_COMPRESS_WINDOW = f"""
+SELECT max(id) FROM (
+    SELECT id FROM {MEMORIES} WHERE active AND id > %(after)s
+    ORDER BY id LIMIT %(batch_size)s
+) AS win
+"""
+_COMPRESS_CANDIDATES = f"""
+SELECT m.id, m.content, m.token_count, m.content_hash, {policy("compression_ratio")}
+FROM {MEMORIES} m {POLICY_JOIN}
+WHERE m.active AND m.compressed_at IS NULL AND m.id > %(after)s AND m.id <= %(last)s
+    AND m.created_at <= %(now)s - {days("compress_age_days")}
+    AND m.access_count < {policy("compress_access_threshold")}
+    AND m.token_count > {policy("compress_min_tokens")}
+ORDER BY m.id
+"""
+# Written only where the content is still the one compressed (a concurrent edit or a second
+# worker wins, and this row is left alone); a NULL content marks a memory that cannot be
+# shortened as handled.
+_COMPRESS_WRITE = f"""
+WITH d AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(before_hashes)s::text[], %(befores)s::text[],
+        %(before_tokens)s::int[], %(contents)s::text[], %(tokens)s::int[], %(hashes)s::text[])
+        AS d(id, before_hash, before, before_tokens, content, token_count, content_hash)
+), {
+    history.update_memories(
+        "changed",
+        assignments={
+            "content": "coalesce(d.content, m.content)",
+            "token_count": "coalesce(d.token_count, m.token_count)",
+            "content_hash": "coalesce(d.content_hash, m.content_hash)",
+            "compressed_at": "%(now)s",
+            "updated_at": "CASE WHEN d.content IS NULL THEN m.updated_at ELSE %(now)s END",
+        },
+        source="d",
+        where="m.id = d.id AND m.active AND m.compressed_at IS NULL"
+        " AND m.content_hash = d.before_hash",
+        returning="m.id, m.project_id, d.before, d.before_tokens, d.content, d.token_count",
+    )
+}, {
+    history.insert_events(
+        "events",
+        history.Rows(
+            "changed",
+            EventAction.COMPRESSED,
+            history.changes(
+                history.change("content", "before", "content"),
+                history.change("token_count", "before_tokens", "token_count"),
+            ),
+            "'compressed from ' || before_tokens || ' to ' || token_count || ' tokens ('"
+            " || %(compressor)s || ')'",
+            where="content IS NOT NULL",
+        ),
+    )
+}
+SELECT project_id, count(*) FILTER (WHERE content IS NOT NULL) FROM changed GROUP BY project_id
+"""
 
-class Compressor(Protocol):
-    name: str
 
-    def compress(self, text: str, target_tokens: int) -> str:
-        """A shorter text of about ``target_tokens`` tokens (the text itself if it cannot be)."""
-        ...
+def compress_memories(
+    *,
+    now: datetime | None = None,
+    batch_size: int = 1000,
+    compressor: Compressor | None = None,
+    seconds: float | None = None,
+) -> JobResult:
+    """Memories older than ``compress_age_days``, given to agents fewer than
+    ``compress_access_threshold`` times and longer than ``compress_min_tokens`` get a
+    shorter content at about ``compression_ratio`` of their tokens. The original stays in
+    the ``compressed`` history row (``memories_restore_content`` brings it back); the search
+    vector and match keys follow the content (generated columns).
 
-
-def sentences(text: str) -> list[str]:
-    return [match.group().strip() for match in _SENTENCE.finditer(text) if match.group().strip()]
-
-
-def _words(sentence: str) -> list[str]:
-    return [w for w in _WORD.findall(sentence.casefold()) if w not in _STOP_WORDS]
-
-
-class ExtractiveCompressor:
-    """Score each sentence by how often the memory repeats its words (normalised by the
-    square root of its length, so a long sentence does not win by length alone), the first
-    sentence counting double as the memory's lead; keep the best ones that fit the target, at
-    least one, and return them in their original order."""
-
-    name = "extractive"
-
-    def compress(self, text: str, target_tokens: int) -> str:
-        parts = sentences(text)
-        if len(parts) < 2:
-            return text
-        frequency = Counter(word for part in parts for word in _words(part))
-
-        def score(index: int) -> float:
-            words = _words(parts[index])
-            weight = sum(frequency[word] for word in words) / math.sqrt(len(words) or 1)
-            return weight * (2.0 if index == 0 else 1.0)
-
-        order = sorted(range(len(parts)), key=lambda index: (-score(index), index))
-        kept: list[int] = []
-        used = 0
-        for index in order:
-            cost = count_tokens(parts[index] + " ")
-            if kept and used + cost > target_tokens:
+    The compressor runs outside any transaction (it may call a remote model): each window's
+    candidates are read, compressed, then written in one statement that re-checks each row."""
+    uses.flush()
+    compressor = compressor or configured_compressor()
+    common = params(now, batch_size, Actor.system("compression"), compressor=compressor.name)
+    result = start("compress_memories", seconds)
+    after = 0
+    while not result.out_of_time():
+        with connection.cursor() as cursor:
+            cursor.execute(_COMPRESS_WINDOW, {**common, "after": after})
+            last = cursor.fetchone()[0]
+            if last is None:
                 break
-            kept.append(index)
-            used += cost
-        shorter = " ".join(parts[index] for index in sorted(kept))
-        return shorter if count_tokens(shorter) < count_tokens(text) else text
+            cursor.execute(_COMPRESS_CANDIDATES, {**common, "after": after, "last": last})
+            candidates = cursor.fetchall()
+        columns: dict[str, list[Any]] = {
+            name: []
+            for name in (
+                "ids", "before_hashes", "befores", "before_tokens", "contents", "tokens", "hashes"
+            )
+        }  # fmt: skip
+        for memory_id, content, tokens, digest, ratio in candidates:
+            shorter = compressor.compress(content, max(1, round(tokens * ratio)))
+            shortened = shorter != content
+            short_tokens = count_tokens(shorter) if shortened else None
+            for name, value in zip(
+                columns,
+                (
+                    memory_id,
+                    digest,
+                    content,
+                    tokens,
+                    shorter if shortened else None,
+                    short_tokens,
+                    content_hash(shorter) if shortened else None,
+                ),
+                strict=True,
+            ):
+                columns[name].append(value)
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_COMPRESS_WRITE, {**common, **columns})
+            counts = changed_counts(cursor.fetchall())
+            history.written(counts)
+        result.add(counts)
+        after = last
+    return result
 
 
-class ChatCompletionsCompressor:
-    """An OpenAI-compatible endpoint's summary, checked: empty, failed or not shorter
-    answers fall back to ``fallback``."""
-
-    name = "llm"
-
-    def __init__(
-        self,
-        url: str,
-        model: str,
-        api_key: str = "",
-        timeout: float = 30.0,
-        fallback: Compressor | None = None,
-    ) -> None:
-        self.url = url.rstrip("/") + "/chat/completions"
-        self.model = model
-        self.api_key = api_key
-        self.timeout = timeout
-        self.fallback = fallback or ExtractiveCompressor()
-
-    def _ask(self, text: str, target_tokens: int) -> str:
-        body = {
-            "model": self.model,
-            "temperature": 0,
-            "messages": [
-                {
-                    "role": "system",
-                    "content": (
-                        "Shorten the note below to at most "
-                        f"{target_tokens} tokens. Keep every instruction, path, name and "
-                        "number that matters; drop repetition. Answer with the note only."
-                    ),
-                },
-                {"role": "user", "content": text},
-            ],
-        }
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(
-            self.url, data=json.dumps(body).encode(), headers=headers, method="POST"
-        )
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:
-            answer = json.load(response)
-        return str(answer["choices"][0]["message"]["content"]).strip()
-
-    def compress(self, text: str, target_tokens: int) -> str:
-        try:
-            shorter = self._ask(text, target_tokens)
-        except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError, TypeError):
-            logger.warning("compression endpoint failed; using the extractive form", exc_info=True)
-            return self.fallback.compress(text, target_tokens)
-        if not shorter or count_tokens(shorter) >= count_tokens(text):
-            return self.fallback.compress(text, target_tokens)
-        return shorter
-
-
-@cache
-def configured_compressor() -> Compressor:
-    if settings.MEMORY_COMPRESSOR == "llm":
-        return ChatCompletionsCompressor(
-            settings.MEMORY_COMPRESSOR_URL,
-            settings.MEMORY_COMPRESSOR_MODEL,
-            settings.MEMORY_COMPRESSOR_API_KEY,
-            settings.MEMORY_COMPRESSOR_TIMEOUT,
-        )
-    return ExtractiveCompressor()
+compress_memories_task = task("policies.compress_memories", compress_memories)

@@ -32,7 +32,7 @@ def test_migrations_match_the_models():
 # many memories consolidation merged of a near-duplicate pair.
 _CONSOLIDATE_ON_EMBEDDED = """
 from django.db import connection
-from policies.services import consolidate_memories
+from policies.consolidation import consolidate_memories
 from tests.factories import MemoryFactory, ProjectFactory
 with connection.cursor() as cursor:
     cursor.execute("SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'")

@@ -37,7 +37,7 @@ from memories.api.idempotency import KEY_PATTERN as IDEMPOTENCY_KEY_PATTERN
 from memories.api.idempotency import idempotent
 from memories.api.pagination import EventPagination, MemoryPagination
 from memories.models import Memory, Project, Run, Scope, Source
-from policies.services import memories_mark_changed
+from policies.staleness import memories_mark_changed
 
 PROJECT_PARAM = OpenApiParameter(
     "project", OpenApiTypes.STR, OpenApiParameter.PATH, description="Project id or slug."

@@ -9,10 +9,10 @@ from django.db import connection
 from django.utils import timezone
 
 from assembly.services import ContextRequest, context_assemble
-from assembly.tokens import count_tokens
 from memories import services
 from memories.actors import Actor
 from memories.models import Memory, Run
+from memories.tokens import count_tokens
 from tests.memories.api.conftest import client_with_key, url
 
 pytestmark = pytest.mark.django_db

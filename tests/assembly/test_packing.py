@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from assembly.budget import DEFAULT_SHARES, Share, allocate
 from assembly.packing import LODS, Candidate, Weights, pack, rank
 from assembly.render import PROMPT_PARTS, render_prompt
-from assembly.tokens import SUPPORTED_ENCODINGS, count_tokens
+from memories.tokens import SUPPORTED_ENCODINGS, count_tokens
 
 texts = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=300

@@ -240,7 +240,7 @@ def test_an_api_key_made_in_the_admin_is_shown_once_and_works(admin_client, proj
 
 def test_archived_memories_are_restored_from_the_admin(admin_client, project, make_memory):
     from memories.models import MemoryPolicy
-    from policies.services import evict_memories
+    from policies.eviction import evict_memories
 
     memories = [make_memory(project=project) for _ in range(3)]
     MemoryPolicy.objects.filter(project=project).update(max_items=1)

@@ -9,6 +9,7 @@ import tiktoken
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.utils import timezone
 
+from assembly.selection import memories_for_task
 from memories import services
 from memories.actors import Actor
 from memories.models import (
@@ -19,7 +20,6 @@ from memories.models import (
     RunStatus,
     Scope,
 )
-from memories.selectors import memories_for_task
 
 pytestmark = pytest.mark.django_db
 

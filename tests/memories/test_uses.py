@@ -8,7 +8,7 @@ import pytest
 from django.db import DatabaseError
 from django.utils import timezone
 
-from memories import uses
+from memories.services import uses
 from policies.tasks import flush_memory_uses
 from tests.memories.api.conftest import client_with_key, url
 

@@ -78,7 +78,8 @@ def _sample(text: str, name: str, **labels: str) -> float:
 def test_metrics_count_assembly_cache_sources_requests_and_jobs(
     project, make_memory, admin_client, settings
 ):
-    from policies import services as policy_services
+    from policies.runner import record_run
+    from policies.tiers import update_tiers
 
     settings.ASSEMBLY_CACHE_SECONDS = 60
     make_memory(project=project, content="Run the linters before pushing", tags=["src/**"])
@@ -88,7 +89,7 @@ def test_metrics_count_assembly_cache_sources_requests_and_jobs(
     for _ in range(3):
         response = agent.post(f"/api/projects/{project.slug}/context", body, format="json")
         assert response.status_code == 200
-    policy_services.record_run(policy_services.update_tiers)
+    record_run(update_tiers)
     after = admin_client.get("/metrics").content.decode()
 
     def grew(name: str, **labels: str) -> float:

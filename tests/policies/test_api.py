@@ -6,7 +6,8 @@ import pytest
 
 from memories import services as memory_services
 from memories.models import EventAction, Memory, MemoryEvent, MemoryPolicy
-from policies import services
+from policies.compression import compress_memories
+from policies.eviction import evict_memories
 from tests.memories.api.conftest import client_with_key, url
 
 pytestmark = pytest.mark.django_db
@@ -85,7 +86,7 @@ def test_a_bad_change_report_says_what_to_fix(project, agent, body, field):
 def test_an_evicted_memory_is_restored_through_the_api(project, agent, make_memory):
     memories = [make_memory(project=project) for _ in range(3)]
     MemoryPolicy.objects.filter(project=project).update(max_items=2)
-    services.evict_memories()
+    evict_memories()
     (evicted,) = Memory.objects.filter(archived_at__isnull=False)
     response = agent.post(url(project, "memories", evicted.pk, "restore"))
     assert response.status_code == 200, response.json()
@@ -105,7 +106,7 @@ def test_a_compressed_memory_gets_its_original_back_through_the_api(project, age
     assert agent.post(url(project, "memories", memory.pk, "restore-content")).status_code == 409
     Memory.objects.filter(pk=memory.pk).update(created_at="2020-01-01T00:00:00Z")
     MemoryPolicy.objects.filter(project=project).update(compress_min_tokens=20)
-    assert services.compress_memories().total == 1
+    assert compress_memories().total == 1
     response = agent.post(url(project, "memories", memory.pk, "restore-content"))
     assert response.status_code == 200
     assert response.json()["content"] == LONG

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from memories.models import EventAction, Memory, MemoryEvent
-from policies.services import expire_memories
+from policies.expiry import expire_memories
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,15 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from policies import services
+from memories.actors import Actor
+from policies import runner
+from policies.compression import _COMPRESS_WINDOW
+from policies.consolidation import _CONSOLIDATE_BATCH
+from policies.decay import _DECAY_BATCH
+from policies.expiry import _EXPIRE_BATCH
+from policies.runner import ALL_IDS
+from policies.scratch import _SCRATCH_BATCH
+from policies.tiers import _TIER_BATCH
 
 pytestmark = pytest.mark.django_db
 
@@ -59,10 +67,10 @@ def index_scans(sql: str, params: dict[str, Any]) -> set[str]:
 
 def params(**extra: Any) -> dict[str, Any]:
     return {
-        **services._params(timezone.now(), 100, "tests"),
+        **runner.params(timezone.now(), 100, Actor.system("tests")),
         "after": 0,
         "ids_after": 0,
-        "ids_upto": services.ALL_IDS[1],
+        "ids_upto": ALL_IDS[1],
         **extra,
     }
 
@@ -70,12 +78,12 @@ def params(**extra: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("sql", "index"),
     [
-        (services._EXPIRE_BATCH, "memory_expiry_idx"),
-        (services._DECAY_BATCH, "memory_active_walk_idx"),
-        (services._TIER_BATCH, "memory_active_walk_idx"),
-        (services._COMPRESS_WINDOW, "memory_active_walk_idx"),
-        (services._CONSOLIDATE_BATCH, "memory_active_walk_idx"),
-        (services._SCRATCH_BATCH, "memory_run_scratch_idx"),
+        (_EXPIRE_BATCH, "memory_expiry_idx"),
+        (_DECAY_BATCH, "memory_active_walk_idx"),
+        (_TIER_BATCH, "memory_active_walk_idx"),
+        (_COMPRESS_WINDOW, "memory_active_walk_idx"),
+        (_CONSOLIDATE_BATCH, "memory_active_walk_idx"),
+        (_SCRATCH_BATCH, "memory_run_scratch_idx"),
     ],
     ids=["expiry", "decay", "tiers", "compression", "consolidation", "run scratch"],
 )
@@ -86,7 +94,7 @@ def test_each_job_walks_its_partial_index(sql, index):
 def test_consolidation_finds_equal_content_through_the_active_hash_index():
     """A memory's near-duplicates come through the match-key index, equal ones (even
     without a word to probe by) through the hash index of active memories."""
-    scans = index_scans(services._CONSOLIDATE_BATCH, params())
+    scans = index_scans(_CONSOLIDATE_BATCH, params())
     assert {"memory_match_keys_gin", "memory_active_hash_idx"} <= scans
 
 

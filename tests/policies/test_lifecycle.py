@@ -11,12 +11,19 @@ from django.db import connection
 from django.utils import timezone
 
 from memories import services as memory_services
-from memories import uses
 from memories.actors import Actor
 from memories.models import EventAction, Memory, MemoryEvent, MemoryPolicy, RunStatus
-from policies import services
-from policies.compression import ExtractiveCompressor
+from memories.services import uses
+from policies.compression import compress_memories
+from policies.compressors import ExtractiveCompressor
+from policies.consolidation import consolidate_memories
+from policies.decay import decay_memories
+from policies.eviction import evict_memories
+from policies.expiry import expire_memories
 from policies.models import JobState, PendingComparison
+from policies.runner import ALL_IDS, id_parts, record_run
+from policies.scratch import clear_run_scratch
+from policies.tiers import update_tiers
 
 pytestmark = pytest.mark.django_db
 SYSTEM = Actor.system("tests")
@@ -43,16 +50,16 @@ def test_an_unused_memory_loses_a_step_once_per_period(project, make_memory, age
     age([used], created=100, accessed=2)
     age([young], created=5)
     start = fresh(idle).confidence
-    assert services.decay_memories().changed == {project.pk: 1}
+    assert decay_memories().changed == {project.pk: 1}
     assert fresh(idle).confidence == pytest.approx(start - 0.05)
     assert fresh(used).confidence == fresh(young).confidence == start
     (event,) = events(idle, EventAction.DECAYED)
     assert event.changes == {"confidence": [start, pytest.approx(start - 0.05)]}
     assert event.reason == "not given to an agent for 40 days"
     # Within the same period nothing more; a period later, one more step.
-    assert services.decay_memories().total == 0
+    assert decay_memories().total == 0
     later = timezone.now() + timedelta(days=7, minutes=1)
-    assert services.decay_memories(now=later).total == 1
+    assert decay_memories(now=later).total == 1
     assert fresh(idle).confidence == pytest.approx(start - 0.10)
 
 
@@ -63,16 +70,16 @@ def test_approved_and_pinned_memories_are_exempt_unless_the_policy_says_otherwis
     memory_services.memories_approve(memory_ids=[approved.pk], actor=reviewer_actor)
     memory_services.memories_set_pinned(memory_ids=[pinned.pk], pinned=True, actor=SYSTEM)
     age([approved, pinned], created=90)
-    assert services.decay_memories().total == 0
+    assert decay_memories().total == 0
     set_policy(project, decay_exempt_approved=False, decay_exempt_pinned=False)
-    assert services.decay_memories().total == 2
+    assert decay_memories().total == 2
 
 
 def test_decay_stops_at_zero_and_deactivates_below_the_threshold(project, make_memory, age):
     memory = make_memory(project=project)
     age([memory], created=90, confidence=0.22)
     set_policy(project, decay_step=0.5)
-    services.decay_memories()
+    decay_memories()
     memory = fresh(memory)
     assert memory.confidence == 0.0
     assert memory.active is False
@@ -83,13 +90,13 @@ def test_decay_stops_at_zero_and_deactivates_below_the_threshold(project, make_m
 def test_global_memories_decay_by_the_default_policy(make_memory, age):
     memory = make_memory(project=None, scope="global")
     age([memory], created=90, active=True)
-    assert services.decay_memories().changed == {None: 1}
+    assert decay_memories().changed == {None: 1}
 
 
 @pytest.mark.django_db(transaction=True)
 def test_two_decay_workers_at_once_step_each_memory_once(project, make_memory, age, two_at_once):
     memories = age([make_memory(project=project) for _ in range(30)], created=90)
-    totals = two_at_once(lambda: services.decay_memories(batch_size=4).total)
+    totals = two_at_once(lambda: decay_memories(batch_size=4).total)
     assert sum(totals) == 30
     assert MemoryEvent.objects.filter(action=EventAction.DECAYED).count() == 30
     assert [fresh(m).confidence for m in memories] == [pytest.approx(0.45)] * 30
@@ -104,10 +111,10 @@ def test_tiers_follow_the_last_use_without_history(project, make_memory, age):
     age([warm], created=200, accessed=10)
     age([cold], created=200, accessed=100)
     Memory.objects.update(tier="hot")
-    assert services.update_tiers().total == 2
+    assert update_tiers().total == 2
     assert [fresh(m).tier for m in (hot, warm, cold)] == ["hot", "warm", "cold"]
     assert not MemoryEvent.objects.exclude(action=EventAction.CREATED).exists()
-    assert services.update_tiers().total == 0
+    assert update_tiers().total == 0
 
 
 # --- run scratch --------------------------------------------------------------------------------
@@ -124,13 +131,13 @@ def test_a_finished_runs_scratch_is_archived_unless_promoted(project, make_run, 
     type(finished).objects.filter(pk=finished.pk).update(
         status=RunStatus.SUCCEEDED, finished_at=ended
     )
-    assert services.clear_run_scratch().total == 1
+    assert clear_run_scratch().total == 1
     gone, kept = (fresh(m) for m in scratch)
     assert (gone.active, gone.tier, gone.archived_at is not None) == (False, "frozen", True)
     assert (kept.active, fresh(promoted).active) == (True, True)
     (event,) = events(gone, EventAction.CLEARED)
     assert event.reason == f"scratch of run {finished.external_id}, which succeeded"
-    assert services.clear_run_scratch().total == 0
+    assert clear_run_scratch().total == 0
     memory_services.memories_restore(memory_ids=[gone.pk], actor=SYSTEM)
     assert (fresh(gone).active, fresh(gone).archived_at) == (True, None)
 
@@ -141,9 +148,9 @@ def test_a_runs_scratch_is_kept_for_the_policys_hours(project, make_run, make_me
     type(run).objects.filter(pk=run.pk).update(
         status=RunStatus.FAILED, finished_at=timezone.now() - timedelta(hours=2)
     )
-    assert services.clear_run_scratch().total == 0
+    assert clear_run_scratch().total == 0
     set_policy(project, scratch_keep_hours=1)
-    assert services.clear_run_scratch().total == 1
+    assert clear_run_scratch().total == 1
 
 
 # --- eviction -----------------------------------------------------------------------------------
@@ -155,7 +162,7 @@ def test_a_project_over_its_limit_archives_its_lowest_value_memories(project, ma
         age([memory], created=300, accessed=200 - rank * 30, confidence=0.3 + rank * 0.1)
     memory_services.memories_set_pinned(memory_ids=[memories[0].pk], pinned=True, actor=SYSTEM)
     set_policy(project, max_items=3)
-    assert services.evict_memories().changed == {project.pk: 3}
+    assert evict_memories().changed == {project.pk: 3}
     active = set(Memory.objects.filter(active=True).values_list("id", flat=True))
     # The pinned one stays although it is worth least; the next three lowest go.
     assert active == {memories[0].pk, memories[4].pk, memories[5].pk}
@@ -164,7 +171,7 @@ def test_a_project_over_its_limit_archives_its_lowest_value_memories(project, ma
     assert events(evicted, EventAction.EVICTED)[0].reason == (
         "over the project's limit of 3 memories"
     )
-    assert services.evict_memories().total == 0
+    assert evict_memories().total == 0
 
 
 def test_a_project_over_its_token_limit_sheds_until_it_fits(project, make_memory):
@@ -172,7 +179,7 @@ def test_a_project_over_its_token_limit_sheds_until_it_fits(project, make_memory
     each = fresh(memories[0]).token_count
     Memory.objects.update(token_count=each)
     set_policy(project, max_total_tokens=each * 2)
-    assert services.evict_memories().total == 3
+    assert evict_memories().total == 3
     assert Memory.objects.filter(active=True).count() == 2
 
 
@@ -181,7 +188,7 @@ def test_two_eviction_workers_evict_only_what_is_over(project, make_memory, two_
     for _ in range(12):
         make_memory(project=project)
     set_policy(project, max_items=5)
-    two_at_once(lambda: services.evict_memories(batch_size=3))
+    two_at_once(lambda: evict_memories(batch_size=3))
     assert Memory.objects.filter(active=True).count() == 5
     assert MemoryEvent.objects.filter(action=EventAction.EVICTED).count() == 7
 
@@ -220,7 +227,7 @@ def test_old_rarely_used_long_memories_are_compressed_and_restorable(project, ma
     age([used], created=100, access_count=10)
     set_policy(project, compress_min_tokens=20)
     before = fresh(memory)
-    assert services.compress_memories().changed == {project.pk: 1}
+    assert compress_memories().changed == {project.pk: 1}
     after = fresh(memory)
     assert after.token_count <= round(before.token_count * 0.5) + 5
     assert after.token_count < before.token_count
@@ -236,12 +243,12 @@ def test_old_rarely_used_long_memories_are_compressed_and_restorable(project, ma
         assert fresh(other).content == other.content
     (event,) = events(memory, EventAction.COMPRESSED)
     assert event.changes["content"] == [LONG, after.content]
-    assert services.compress_memories().total == 0
+    assert compress_memories().total == 0
     memory_services.memories_restore_content(memory_ids=[memory.pk], actor=SYSTEM)
     assert fresh(memory).content == LONG
     assert fresh(memory).token_count == before.token_count
     # A restored original is not compressed again.
-    assert services.compress_memories().total == 0
+    assert compress_memories().total == 0
 
 
 def test_compression_leaves_a_memory_edited_meanwhile(project, make_memory, age):
@@ -254,7 +261,7 @@ def test_compression_leaves_a_memory_edited_meanwhile(project, make_memory, age)
             Memory.objects.filter(pk=memory.pk).update(content="Edited.", content_hash="x")
             return super().compress(text, target_tokens)
 
-    assert services.compress_memories(compressor=EditingCompressor()).total == 0
+    assert compress_memories(compressor=EditingCompressor()).total == 0
     assert fresh(memory).content == "Edited."
     assert not events(memory, EventAction.COMPRESSED)
 
@@ -273,7 +280,7 @@ def test_near_duplicates_merge_into_the_most_confident(project, make_memory):
     Memory.objects.filter(pk=first.pk).update(access_count=2, confidence=0.6)
     Memory.objects.filter(pk=second.pk).update(access_count=3, confidence=0.9)
     Memory.objects.filter(pk=third.pk).update(access_count=4, confidence=0.5)
-    result = services.consolidate_memories()
+    result = consolidate_memories()
     assert result.total == 2
     survivor = fresh(second)
     assert survivor.active
@@ -293,7 +300,7 @@ def test_near_duplicates_merge_into_the_most_confident(project, make_memory):
     from memories.tags import tag_matches_scope
 
     assert any(tag_matches_scope(t, ["src/billing/models.py"]) for t in survivor.tags)
-    assert services.consolidate_memories().total == 0
+    assert consolidate_memories().total == 0
 
 
 def test_a_merge_is_reversible(project, make_memory):
@@ -301,7 +308,7 @@ def test_a_merge_is_reversible(project, make_memory):
     merged = make_memory(project=project, content=NOTE + " ", tags=["ledger"])
     Memory.objects.filter(pk=keep.pk).update(confidence=0.9, access_count=1)
     Memory.objects.filter(pk=merged.pk).update(confidence=0.5, access_count=5)
-    services.consolidate_memories()
+    consolidate_memories()
     assert fresh(keep).tags == ["billing", "ledger"]
     memory_services.memories_restore(memory_ids=[merged.pk], actor=SYSTEM)
     merged, keep = fresh(merged), fresh(keep)
@@ -326,13 +333,13 @@ def test_a_merge_never_points_at_a_memory_merged_itself(project, make_memory):
     Memory.objects.filter(pk=b.pk).update(confidence=0.7)
     Memory.objects.filter(pk=c.pk).update(confidence=0.5)
     set_policy(project, consolidate_similarity=0.6)
-    assert services.consolidate_memories().total == 1
+    assert consolidate_memories().total == 1
     assert fresh(b).merged_into_id == a.pk
     assert fresh(c).active
     assert not Memory.objects.filter(merged_into__active=False).exists()
     # C is compared again with what survived, and stays: it is not near A.
     assert pending() == {c.pk}
-    assert services.consolidate_memories().total == 0
+    assert consolidate_memories().total == 0
     assert pending() == set()
     assert fresh(c).active
 
@@ -342,73 +349,84 @@ def test_pinned_memories_are_never_merged_away(project, make_memory):
     make_memory(project=project, content=NOTE)
     Memory.objects.filter(pk=pinned.pk).update(confidence=0.1)
     memory_services.memories_set_pinned(memory_ids=[pinned.pk], pinned=True, actor=SYSTEM)
-    services.consolidate_memories()
+    consolidate_memories()
     assert fresh(pinned).active
 
 
 def test_consolidation_goes_on_from_where_it_stopped(project, make_memory):
     make_memory(project=project, content=NOTE)
-    services.consolidate_memories()
+    consolidate_memories()
     reached = JobState.objects.get(name="consolidate_memories").cursor
     late = make_memory(project=project, content=NOTE)
     assert reached < late.pk
-    assert services.consolidate_memories().total == 1
+    assert consolidate_memories().total == 1
 
 
 def pending():
     return set(PendingComparison.objects.values_list("memory_id", flat=True))
 
 
-def test_a_memory_edited_into_a_near_duplicate_is_compared_again(project, make_memory):
+def test_a_memory_edited_into_a_near_duplicate_is_compared_again(
+    project, make_memory, django_capture_on_commit_callbacks
+):
     keep = make_memory(project=project, content=NOTE)
     edited = make_memory(project=project, content="Use UTC for every stored time.")
-    assert services.consolidate_memories().total == 0  # the walk has passed both
-    memory_services.memory_update(memory=edited, actor=SYSTEM, content=NOTE + " Really.")
+    assert consolidate_memories().total == 0  # the walk has passed both
+    with django_capture_on_commit_callbacks(execute=True):  # queued once the edit commits
+        memory_services.memory_update(memory=edited, actor=SYSTEM, content=NOTE + " Really.")
     assert pending() == {edited.pk}
     Memory.objects.filter(pk=keep.pk).update(confidence=0.9)
-    assert services.consolidate_memories().changed == {project.pk: 1}
+    assert consolidate_memories().changed == {project.pk: 1}
     assert fresh(edited).merged_into_id == keep.pk
     assert pending() == set()
-    assert services.consolidate_memories().total == 0
+    assert consolidate_memories().total == 0
 
 
 def test_a_memory_whose_type_changed_or_that_became_active_again_is_compared_again(
-    project, make_memory
+    project, make_memory, django_capture_on_commit_callbacks
 ):
     keep = make_memory(project=project, content=NOTE)
     warning = make_memory(project=project, content=NOTE, type="warning")
     paused = make_memory(project=project, content=NOTE + " ")
     memory_services.memories_set_active(memory_ids=[paused.pk], active=False, actor=SYSTEM)
     Memory.objects.filter(pk=keep.pk).update(confidence=0.9)
-    assert services.consolidate_memories().total == 0
-    memory_services.memories_change_type(memory_ids=[warning.pk], type="pattern", actor=SYSTEM)
-    memory_services.memories_set_active(memory_ids=[paused.pk], active=True, actor=SYSTEM)
+    assert consolidate_memories().total == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_services.memories_change_type(
+            memory_ids=[warning.pk], type="pattern", actor=SYSTEM
+        )
+        memory_services.memories_set_active(memory_ids=[paused.pk], active=True, actor=SYSTEM)
     assert pending() == {warning.pk, paused.pk}
-    assert services.consolidate_memories().total == 2
+    assert consolidate_memories().total == 2
     assert fresh(warning).merged_into_id == fresh(paused).merged_into_id == keep.pk
 
 
-def test_a_merge_a_person_undid_is_not_merged_again(project, make_memory):
+def test_a_merge_a_person_undid_is_not_merged_again(
+    project, make_memory, django_capture_on_commit_callbacks
+):
     keep = make_memory(project=project, content=NOTE)
     merged = make_memory(project=project, content=NOTE + " ")
-    assert services.consolidate_memories().total == 1
+    assert consolidate_memories().total == 1
     restored = fresh(merged) if fresh(merged).merged_into_id else fresh(keep)
-    memory_services.memories_restore(memory_ids=[restored.pk], actor=SYSTEM)
+    with django_capture_on_commit_callbacks(execute=True) as announced:
+        memory_services.memories_restore(memory_ids=[restored.pk], actor=SYSTEM)
+    assert announced  # the restore was announced, and its subscribers queued nothing
     assert pending() == set()
-    assert services.consolidate_memories().total == 0
+    assert consolidate_memories().total == 0
     assert fresh(restored).active
     # Until its words change.
-    memory_services.memory_update(
-        memory=restored, actor=SYSTEM, content=NOTE.replace("Always", "Please always")
-    )
-    assert services.consolidate_memories().total == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_services.memory_update(
+            memory=restored, actor=SYSTEM, content=NOTE.replace("Always", "Please always")
+        )
+    assert consolidate_memories().total == 1
 
 
 @pytest.mark.django_db(transaction=True)
 def test_two_consolidation_workers_merge_each_duplicate_once(project, make_memory, two_at_once):
     for i in range(6):
         make_memory(project=project, content=NOTE + " " * i)
-    two_at_once(lambda: services.consolidate_memories(batch_size=2))
+    two_at_once(lambda: consolidate_memories(batch_size=2))
     assert Memory.objects.filter(active=True).count() == 1
     assert (
         MemoryEvent.objects.filter(action=EventAction.MERGED, changes__has_key="active").count()
@@ -421,7 +439,7 @@ def test_two_consolidation_workers_merge_each_duplicate_once(project, make_memor
 
 def test_each_run_is_recorded_for_the_dashboard(project, make_memory, age):
     age([make_memory(project=project)], created=90)
-    result = services.record_run(services.decay_memories)
+    result = record_run(decay_memories)
     job = JobState.objects.get(name="decay_memories")
     assert job.last_changed == result.total == 1
     assert job.last_complete is True
@@ -430,9 +448,9 @@ def test_each_run_is_recorded_for_the_dashboard(project, make_memory, age):
 
 def test_a_job_stops_between_batches_at_its_time_budget(project, make_memory, age):
     age([make_memory(project=project) for _ in range(3)], created=90)
-    result = services.decay_memories(batch_size=1, seconds=0)
+    result = decay_memories(batch_size=1, seconds=0)
     assert (result.batches, result.finished) == (0, False)
-    assert services.decay_memories(batch_size=1).total == 3
+    assert decay_memories(batch_size=1).total == 3
 
 
 @pytest.fixture
@@ -467,7 +485,7 @@ def chat_endpoint():
 
 
 def test_an_openai_compatible_endpoint_can_compress_and_falls_back_when_it_fails(chat_endpoint):
-    from policies.compression import ChatCompletionsCompressor
+    from policies.compressors import ChatCompletionsCompressor
 
     base, seen, answer = chat_endpoint
     compressor = ChatCompletionsCompressor(base, "small-model", "secret", timeout=5)
@@ -490,7 +508,7 @@ def test_an_openai_compatible_endpoint_can_compress_and_falls_back_when_it_fails
 def test_decay_counts_the_noted_uses_first(make_memory, age, buffered):
     used, idle = age([make_memory(), make_memory()], created=90, accessed=60)
     uses.record([used.pk])
-    services.decay_memories()
+    decay_memories()
     used.refresh_from_db()
     idle.refresh_from_db()
     assert (used.access_count, used.decayed_at) == (1, None)
@@ -500,16 +518,16 @@ def test_decay_counts_the_noted_uses_first(make_memory, age, buffered):
 def test_a_job_in_parts_ends_as_the_whole_job_does(project, make_memory, age, state):
     memories = age([make_memory(project=project) for _ in range(9)], created=90)
     age(memories[:3], created=400, expires_at=timezone.now() - timedelta(days=1))
-    parts = services.id_parts(3)
+    parts = id_parts(3)
     # Consecutive ranges from the first id to the last possible one: every memory is in one.
     assert [first for first, _ in parts[1:]] == [last for _, last in parts[:-1]]
-    assert (parts[0][0], parts[-1][1]) == services.ALL_IDS
+    assert (parts[0][0], parts[-1][1]) == ALL_IDS
     assert all(sum(first < m.pk <= last for first, last in parts) == 1 for m in memories)
     now = timezone.now()
     changed = [
         (
-            services.expire_memories(now=now, ids=ids).total,
-            services.decay_memories(now=now, ids=ids).total,
+            expire_memories(now=now, ids=ids).total,
+            decay_memories(now=now, ids=ids).total,
         )
         for ids in parts
     ]
@@ -518,13 +536,13 @@ def test_a_job_in_parts_ends_as_the_whole_job_does(project, make_memory, age, st
     assert all(expired + decayed > 0 for expired, decayed in changed)  # each part did some
     in_parts = state()
     # Done again whole, nothing is left to do.
-    assert services.expire_memories(now=now).total == services.decay_memories(now=now).total == 0
+    assert expire_memories(now=now).total == decay_memories(now=now).total == 0
     assert state() == in_parts
 
 
 def test_a_range_of_ids_bounds_a_job(project, make_memory, age):
     first, second = age([make_memory(project=project), make_memory(project=project)], created=90)
-    assert services.decay_memories(ids=(first.pk - 1, first.pk)).total == 1
+    assert decay_memories(ids=(first.pk - 1, first.pk)).total == 1
     second.refresh_from_db()
     assert second.decayed_at is None
 
@@ -536,7 +554,7 @@ def test_near_duplicates_that_differ_in_their_longest_words_still_merge(project,
     # "invoice" is one of NOTE's longest words; the edit has it no more.
     edited = make_memory(project=project, content=NOTE.replace("invoice", "ledger"))
     Memory.objects.filter(pk=keep.pk).update(confidence=0.9)
-    assert services.consolidate_memories().total == 1
+    assert consolidate_memories().total == 1
     assert fresh(edited).merged_into_id == keep.pk
 
 
@@ -556,16 +574,16 @@ def test_a_pair_exactly_at_the_threshold_merges(project, make_memory):
         similarity, shorter_count, longer_count = cursor.fetchone()
     assert similarity > shorter_count / longer_count  # rounded up: the edge case
     set_policy(project, consolidate_similarity=math.nextafter(similarity, 2))
-    assert services.consolidate_memories().total == 0
+    assert consolidate_memories().total == 0
     set_policy(project, consolidate_similarity=similarity)
     JobState.objects.filter(name="consolidate_memories").update(cursor=0)  # a new pass
-    assert services.consolidate_memories().total == 1
+    assert consolidate_memories().total == 1
     assert fresh(longer).merged_into_id == keep.pk or fresh(keep).merged_into_id == longer.pk
 
 
 def test_consolidation_compares_within_one_project(project, other_project, make_memory):
     mine = make_memory(project=project, content=NOTE)
     theirs = make_memory(project=other_project, content=NOTE)
-    assert services.consolidate_memories().total == 0
+    assert consolidate_memories().total == 0
     assert fresh(mine).active
     assert fresh(theirs).active

@@ -28,8 +28,9 @@ from typing import Any
 import psycopg
 from django.db import OperationalError, connection, transaction
 
+from memories.matching import scope_lookup, scope_params, tag_match
 from memories.statements import server_cursor
-from memories.tags import Probe, probe_keys, scope_patterns
+from memories.tags import probe_keys
 
 SCOPE_POOL = 1000
 TEXT_POOL = 200
@@ -82,13 +83,6 @@ def run_source(project_id: int, run_id: int) -> Source:
 _USABLE = (
     "m.active AND (m.expires_at IS NULL OR m.expires_at > %(now)s)"
     " AND m.confidence >= %(min_confidence)s"
-)
-# A tag regex matches a scope entry, or a scope glob matches a tag (memories.tags).
-SCOPE_MATCH = (
-    "(EXISTS (SELECT 1 FROM unnest(m.tag_patterns) AS r(pattern),"
-    " unnest(%(scope)s::text[]) AS s(entry) WHERE s.entry ~ r.pattern)"
-    " OR EXISTS (SELECT 1 FROM unnest(m.tags) AS t(tag),"
-    " unnest(%(scope_globs)s::text[]) AS g(pattern) WHERE t.tag ~ g.pattern))"
 )
 # The intent's lexemes (stemmed like the stored keys), less the ones the statistics call common.
 _WORDS = """
@@ -148,38 +142,6 @@ def _word_keys(i: int) -> str:
     return f"ARRAY(SELECT %(owner_{i})s || ':w:' || w FROM unnest((SELECT words FROM words_{i})) w)"
 
 
-def _tag_match(i: int, probe: Probe) -> str:
-    """Whether memory ``m`` matches the write scope: an exact key proves it; otherwise the
-    regexes decide, asked only when a candidate key (or an unanchored scope) allows it."""
-    if probe.anchored:
-        return (
-            f"(m.match_keys && %(exact_{i})s::text[]"
-            f" OR (m.match_keys && %(candidate_{i})s::text[] AND {SCOPE_MATCH}))"
-        )
-    return f"(m.match_keys && %(exact_{i})s::text[] OR {SCOPE_MATCH})"
-
-
-def _scope_lookup(i: int, source: Source, probe: Probe) -> tuple[str, dict[str, Any]]:
-    """The index condition finding source ``i``'s write-scope matches, and its parameters."""
-    params = {
-        f"exact_{i}": [f"{source.owner}:{key}" for key in probe.exact],
-        f"candidate_{i}": [f"{source.owner}:{key}" for key in probe.candidate],
-    }
-    if not probe.anchored:
-        return "", params
-    return f" AND m.match_keys && (%(exact_{i})s::text[] || %(candidate_{i})s::text[])", params
-
-
-def scope_condition(owner: str, paths: Sequence[str]) -> tuple[str, dict[str, Any]]:
-    """The condition (and its parameters) that memory ``m`` of ``owner`` has a tag matching
-    one of ``paths``, looked up through the match keys as the assembly does."""
-    scope = [path for path in paths if path]
-    probe = probe_keys(scope)
-    lookup, params = _scope_lookup(0, Source(owner, "", ""), probe)
-    params |= {"scope": scope, "scope_globs": scope_patterns(scope)}
-    return f"true{lookup} AND {_tag_match(0, probe)}", params
-
-
 def candidate_query(
     sources: Sequence[Source],
     *,
@@ -204,8 +166,7 @@ def candidate_query(
     probe = probe_keys(scope)
     with_intent = bool(intent.strip())
     params: dict[str, Any] = {
-        "scope": scope,
-        "scope_globs": scope_patterns(scope),
+        **scope_params(scope),
         "intent": intent,
         "size": size,
         "now": now,
@@ -220,10 +181,10 @@ def candidate_query(
     for i, source in enumerate(sources):
         params.update(source.params)
         params[f"owner_{i}"] = source.owner
-        lookup, lookup_params = _scope_lookup(i, source, probe)
+        lookup, lookup_params = scope_lookup(i, source.owner, probe)
         params.update(lookup_params)
-        tag_match = _tag_match(i, probe)
-        tag_matches.append(f"WHEN {i} THEN {tag_match}")
+        matches = tag_match(i, probe)
+        tag_matches.append(f"WHEN {i} THEN {matches}")
         select = f"SELECT m.id, m.confidence, {i} AS source"
 
         def usable(where: str, select: str = select) -> str:
@@ -234,10 +195,10 @@ def candidate_query(
         if left_out:
             branches.append(
                 f"({select}, {_USABLE} AS usable FROM project_memories m"
-                f" WHERE {scoped} AND m.active{lookup} AND {tag_match} LIMIT {SCOPE_POOL})"
+                f" WHERE {scoped} AND m.active{lookup} AND {matches} LIMIT {SCOPE_POOL})"
             )
         else:
-            branches.append(f"({usable(scoped)}{lookup} AND {tag_match} LIMIT {SCOPE_POOL})")
+            branches.append(f"({usable(scoped)}{lookup} AND {matches} LIMIT {SCOPE_POOL})")
         if with_intent:
             params[f"common_{i}"] = common_word_keys(source.owner)
             ctes.append(f"words_{i} AS ({_WORDS.format(i=i)})")
@@ -255,13 +216,13 @@ def candidate_query(
     if with_intent:
         ctes.insert(0, _QUERY)
     ctes.append("pool AS (" + "\n  UNION ".join(branches) + ")")
-    tag_match = f"CASE pool.source {' '.join(tag_matches)} END"
+    pool_match = f"CASE pool.source {' '.join(tag_matches)} END"
     chosen = (
         f"SELECT {columns}, pool.source, {{tag_match}} AS tag_match, {{rank}} AS text_rank,"
         " m.confidence * m.relevance_score AS quality, pool.usable"
         " FROM {pool} JOIN project_memories m ON m.id = pool.id"
     )
-    body = chosen.format(tag_match=tag_match, rank=text_rank, pool="pool") + (
+    body = chosen.format(tag_match=pool_match, rank=text_rank, pool="pool") + (
         " WHERE pool.usable"
         " ORDER BY tag_match DESC, text_rank DESC, quality DESC, m.confidence DESC, m.id"
         " LIMIT %(size)s"

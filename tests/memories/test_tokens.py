@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from assembly import tokens
+from memories import tokens
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from memories import candidates
-from memories.candidates import candidate_query, fetch_dicts, project_source
+from assembly import candidates
+from assembly.candidates import candidate_query, fetch_dicts, project_source
 
 pytestmark = pytest.mark.django_db
 

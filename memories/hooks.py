@@ -1,0 +1,50 @@
+"""The store's one announcement: "these memories changed", sent after the change commits.
+
+The store imports none of its consumers; they subscribe here instead (in their
+``AppConfig.ready``): the assembly cache drops what it holds for the projects named, the
+consolidation job queues the memories whose words changed for another comparison. A change
+rolled back is never announced. Receivers run in the committing process after the commit,
+each on its own: one that fails is logged and the others still run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.dispatch import Signal
+
+logger = logging.getLogger(__name__)
+
+# Sent with ``change``: a MemoriesChanged.
+memories_changed = Signal()
+
+
+@dataclass(frozen=True)
+class MemoriesChanged:
+    """What a committed write changed: the projects whose memories it touched (None for
+    global memories) and, for the row-by-row writes of the services, each memory's
+    ``changes`` as its history row records them (``{field: [before, after]}``). A set-based
+    job names only the projects."""
+
+    project_ids: frozenset[int | None]
+    changes: Mapping[int, Mapping[str, list[Any]]] = field(default_factory=dict)
+
+
+def announce(
+    project_ids: Iterable[int | None],
+    changes: Mapping[int, Mapping[str, list[Any]]] | None = None,
+) -> None:
+    """Announce a change once the current transaction commits (at once outside one)."""
+    change = MemoriesChanged(frozenset(project_ids), dict(changes or {}))
+    if change.project_ids or change.changes:
+        transaction.on_commit(lambda: _send(change))
+
+
+def _send(change: MemoriesChanged) -> None:
+    for receiver, result in memories_changed.send_robust(sender=MemoriesChanged, change=change):
+        if isinstance(result, Exception):
+            logger.error("A subscriber of memories_changed failed: %r", receiver, exc_info=result)

@@ -1,0 +1,108 @@
+"""The one change primitive every service of an existing memory ends in.
+
+Rows are locked in id order (concurrent callers never deadlock), each one's new values
+computed from its locked state, and only what differs written: one bulk UPDATE and one
+bulk INSERT of history rows (memories.history) per batch, whatever the number of memories.
+The admin's bulk actions, the review pages and the API all end here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from memories import history
+from memories.actors import Actor
+from memories.models import Memory, Run
+
+BATCH_SIZE = history.BATCH_SIZE
+
+# Fields kept by the services beside the content and tags; not worth a line of history.
+_DERIVED_SILENT = {"tag_patterns", "tag_keys", "content_hash"}
+
+
+@dataclass
+class ChangeResult:
+    changed: list[Memory] = field(default_factory=list)
+    unchanged_ids: list[int] = field(default_factory=list)
+    missing_ids: list[int] = field(default_factory=list)
+
+
+def change_memories(
+    *,
+    memory_ids: Iterable[int],
+    compute: Callable[[Memory], dict[str, Any]],
+    action: str,
+    actor: Actor,
+    reason: str = "",
+    run: Run | None = None,
+    now: datetime | None = None,
+) -> ChangeResult:
+    """Lock the memories, compute each one's new values, write the changed ones and their history.
+
+    Queries: one locking read, then per batch of up to BATCH_SIZE changed rows one
+    UPDATE and one INSERT of history rows, whatever the number of memories. The change is
+    announced once it commits (memories.hooks).
+    """
+    ids = sorted(set(memory_ids))
+    result = ChangeResult()
+    if not ids:
+        return result
+    now = now or timezone.now()
+    with transaction.atomic():
+        memories = list(
+            Memory.objects.select_for_update(of=("self",))
+            .filter(id__in=ids)
+            .defer("search_vector", "match_keys")
+            .order_by("id")
+        )
+        found = {memory.pk for memory in memories}
+        result.missing_ids = [pk for pk in ids if pk not in found]
+        events = []
+        written: set[str] = set()
+        for memory in memories:
+            values = compute(memory)
+            diff = history.diff(memory, values)
+            if not diff:
+                result.unchanged_ids.append(memory.pk)
+                continue
+            for name, value in values.items():
+                setattr(memory, name, value)
+            memory.updated_at = now
+            written.update(diff)
+            result.changed.append(memory)
+            events.append(
+                history.event(
+                    memory,
+                    action=action,
+                    changes={k: v for k, v in diff.items() if k not in _DERIVED_SILENT},
+                    actor=actor,
+                    reason=reason,
+                    run=run,
+                )
+            )
+        if result.changed:
+            # Derived fields travel with what they derive from.
+            if "content" in written:
+                written |= {"summary", "token_count", "content_hash"}
+            if "tags" in written:
+                written |= {"tag_patterns", "tag_keys"}
+            Memory.objects.bulk_update(
+                result.changed, sorted(written | {"updated_at"}), batch_size=BATCH_SIZE
+            )
+            history.record(events)
+    return result
+
+
+def one(result: ChangeResult, memory: Memory) -> Memory:
+    if result.missing_ids:
+        raise Memory.DoesNotExist(f"memory {memory.pk} no longer exists")
+    if result.changed:
+        return result.changed[0]
+    memory.refresh_from_db()
+    return memory

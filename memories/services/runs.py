@@ -1,0 +1,133 @@
+"""Runs: started by an agent, given memories, finished with an outcome that moves them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from memories.actors import Actor
+from memories.models import EventAction, Memory, Outcome, Project, Run, RunMemory, RunStatus
+from memories.services.changes import ChangeResult, change_memories
+from memories.services.validation import Conflict, choice, clamp_confidence
+from memories.text import clean_write_scope, strip_control_characters
+
+OUTCOME_STEP = 0.1
+
+
+def run_start(
+    *,
+    project: Project,
+    external_id: str,
+    actor: Actor,
+    task_title: str = "",
+    write_scope: Sequence[str] = (),
+) -> tuple[Run, bool]:
+    """Start a run, or return the one already started with this external id (an agent's retry).
+
+    Returns (run, created). Starting again with another title or write scope is a Conflict.
+    """
+    if not isinstance(external_id, str):
+        raise ValidationError({"external_id": "A run needs an external id."})
+    external_id = strip_control_characters(external_id).strip()
+    if not external_id:
+        raise ValidationError({"external_id": "A run needs an external id."})
+    run = Run(
+        project=project,
+        external_id=external_id,
+        task_title=strip_control_characters(task_title).strip(),
+        write_scope=clean_write_scope(write_scope),
+    )
+    run.full_clean(validate_unique=False, validate_constraints=False)
+    try:
+        with transaction.atomic():
+            run.save()
+        return run, True
+    except IntegrityError:
+        existing = Run.objects.get(project=project, external_id=external_id)
+    if (existing.task_title, existing.write_scope) != (run.task_title, run.write_scope):
+        raise Conflict(
+            f"Run {external_id!r} was already started with another title or write scope."
+        )
+    return existing, False
+
+
+@transaction.atomic
+def run_give_memories(
+    *, run: Run, ranked: Sequence[tuple[int, float]], prompt_hash: str = ""
+) -> list[RunMemory]:
+    """Record which memories (id, score; best first) a run was given, so its outcome moves them."""
+    # The lock orders this against a concurrent outcome of the same run.
+    status = Run.objects.select_for_update().values_list("status", flat=True).get(pk=run.pk)
+    if status != RunStatus.RUNNING:
+        raise Conflict(f"Run {run.external_id} has finished; it can be given nothing more.")
+    given = [
+        RunMemory(run=run, memory_id=memory_id, rank=rank, score=score)
+        for rank, (memory_id, score) in enumerate(ranked, start=1)
+    ]
+    RunMemory.objects.bulk_create(given, ignore_conflicts=True)
+    if prompt_hash:
+        Run.objects.filter(pk=run.pk).update(prompt_hash=prompt_hash)
+        run.prompt_hash = prompt_hash
+    return given
+
+
+@dataclass
+class OutcomeResult:
+    run: Run
+    recorded: bool
+    changes: ChangeResult
+
+
+def run_record_outcome(
+    *, run: Run, outcome: str, actor: Actor, now: datetime | None = None
+) -> OutcomeResult:
+    """Move the confidence of every memory the run was given: +0.1 on success, -0.1 on failure.
+
+    Clamped to [0, 1]; a memory below the project's deactivation threshold (0.2)
+    becomes inactive. Recording the same outcome again changes nothing; a
+    different outcome for a finished run is a Conflict.
+    """
+    outcome = choice(outcome, Outcome, "outcome")
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = (
+            Run.objects.select_for_update(of=("self",))
+            .select_related("project__policy")
+            .get(pk=run.pk)
+        )
+        if locked.status != RunStatus.RUNNING:
+            if locked.status == outcome:
+                return OutcomeResult(run=locked, recorded=False, changes=ChangeResult())
+            raise Conflict(
+                f"Run {locked.external_id} already finished as {locked.status}; "
+                f"it cannot also be {outcome}."
+            )
+        locked.status = outcome
+        locked.finished_at = now
+        locked.save(update_fields=["status", "finished_at"])
+        delta = OUTCOME_STEP if outcome == RunStatus.SUCCEEDED else -OUTCOME_STEP
+        threshold = locked.project.policy.deactivate_below
+
+        def compute(memory: Memory) -> dict[str, Any]:
+            confidence = clamp_confidence(memory.confidence + delta)
+            values: dict[str, Any] = {"confidence": confidence}
+            if confidence < threshold:
+                values["active"] = False
+            return values
+
+        changes = change_memories(
+            memory_ids=RunMemory.objects.filter(run=locked).values_list("memory_id", flat=True),
+            compute=compute,
+            action=EventAction.OUTCOME,
+            actor=actor,
+            reason=f"run {locked.external_id} {outcome}",
+            run=locked,
+            now=now,
+        )
+    return OutcomeResult(run=locked, recorded=True, changes=changes)
