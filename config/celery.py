@@ -17,6 +17,6 @@ app.autodiscover_tasks()
 def _ensure_filesystem_broker_folders(sender: Celery, **kwargs: object) -> None:
     """The file-system broker needs its folders before the first message."""
     options = sender.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         if folder := options.get(key):
             os.makedirs(folder, exist_ok=True)

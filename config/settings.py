@@ -151,6 +151,8 @@ if CELERY_BROKER_URL == "filesystem://":
         "data_folder_in": str(_broker_folder / "queue"),
         "data_folder_out": str(_broker_folder / "queue"),
         "processed_folder": str(_broker_folder / "processed"),
+        # Its exchange table (kombu's default is a "control" folder in the working directory).
+        "control_folder": str(_broker_folder / "control"),
         "store_processed": False,
     }
 else:

@@ -38,3 +38,31 @@ def test_celery_reads_django_settings():
     assert app.conf.task_serializer == "json"
     assert app.conf.beat_scheduler == "django_celery_beat.schedulers:DatabaseScheduler"
     assert app.conf.broker_url
+
+
+def test_the_file_system_broker_keeps_everything_under_var(tmp_path):
+    """With no broker configured, a message sent leaves its queue and its exchange table
+    under VAR_DIR, nothing in the working directory (kombu's default "control" folder)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "VAR_DIR": str(tmp_path / "var"), "PYTHONPATH": str(root)}
+    env.pop("CELERY_BROKER_URL", None)
+    script = (
+        "import django; django.setup()\n"
+        "from config.celery import app\n"
+        "app.send_task('policies.update_tiers')\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env={**env, "DJANGO_SETTINGS_MODULE": "config.settings"},
+        check=True,
+        timeout=60,
+    )
+    assert list((tmp_path / "var" / "broker" / "control").glob("*.exchange"))
+    assert list((tmp_path / "var" / "broker" / "queue").glob("*.msg"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["var"]
