@@ -7,7 +7,7 @@ import pytest
 from memories import services as memory_services
 from memories.models import EventAction, Memory, MemoryEvent, MemoryPolicy
 from policies import services
-from tests.memories.api.conftest import client_with_key, url
+from tests.api.conftest import client_with_key, url
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from memories import services
 from memories.models import ApiKey, Memory
-from tests.memories.api.conftest import client_with_key, url
+from tests.api.conftest import client_with_key, url
 
 pytestmark = pytest.mark.django_db
 

@@ -8,10 +8,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from api.serializers import MemoryOut, memory_out
 from memories import services
-from memories.api.serializers import MemoryOut, memory_out
 from memories.models import Memory, MemoryEvent
-from tests.memories.api.conftest import url
+from tests.api.conftest import url
 
 pytestmark = pytest.mark.django_db
 

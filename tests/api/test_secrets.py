@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from memories import services
 from memories.models import Memory, MemoryEvent
 from memories.secrets import SecretsPolicy, redact, scan, scrub
-from tests.memories.api.conftest import url
+from tests.api.conftest import url
 
 # Made-up values in the shapes providers issue (none is a live credential).
 GITHUB = "ghp_Xb7kQ2mP9wR4tY6uI8oL1zC3vN5aS0dF7gH2"

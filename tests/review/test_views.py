@@ -11,7 +11,7 @@ from django.utils import timezone
 from memories import services
 from memories.models import Memory, ReviewStatus
 from policies import services as policies
-from tests.memories.review.conftest import HTMX
+from tests.review.conftest import HTMX
 
 pytestmark = pytest.mark.django_db
 
