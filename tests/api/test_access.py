@@ -175,39 +175,3 @@ def test_throttling_per_key(project, settings):
     assert codes == [200, 200, 200, 429]
     assert second.get(url(project, "memories")).status_code == 200
     cache.clear()
-
-
-def test_create_api_key_command_prints_the_key_last(project):
-    from io import StringIO
-
-    from django.core.management import call_command
-
-    out = StringIO()
-    call_command("create_api_key", project.slug, "--name", "ci", stdout=out, stderr=StringIO())
-    token = out.getvalue().strip().splitlines()[-1]
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    assert client.get(url(project, "memories")).status_code == 200
-
-
-def test_create_api_key_can_create_the_project():
-    from io import StringIO
-
-    from django.core.management import CommandError, call_command
-
-    with pytest.raises(CommandError, match="--create-project"):
-        call_command("create_api_key", "new-one", "--name", "x", stdout=StringIO())
-    out = StringIO()
-    call_command(
-        "create_api_key",
-        "new-one",
-        "--name",
-        "x",
-        "--create-project",
-        stdout=out,
-        stderr=StringIO(),
-    )
-    assert out.getvalue().strip().startswith("ml_")
-    from memories.models import Project
-
-    assert Project.objects.get(slug="new-one").policy.selection_limit == 10
