@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "assembly",
     "policies",
     "ops",
+    "api",
+    "review",
 ]
 
 MIDDLEWARE = [
@@ -77,7 +79,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "memories.review.context_processors.review_urls",
+                "review.context_processors.review_urls",
             ],
         },
     },
@@ -201,15 +203,15 @@ CELERY_BEAT_SCHEDULE = {
 # REST API
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "memories.api.auth.ApiKeyAuthentication",
+        "api.auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["memories.api.parsers.LimitedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.LimitedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_THROTTLE_CLASSES": ["memories.api.throttling.PerKeyRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.PerKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "memories.api.errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "api.errors.api_exception_handler",
     "NON_FIELD_ERRORS_KEY": "nonFieldErrors",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "STRICT_JSON": True,
@@ -229,7 +231,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "memories.api.schema.forbid_unknown_request_fields",
+        "api.schema.forbid_unknown_request_fields",
     ],
     "ENUM_NAME_OVERRIDES": {
         "MemoryTypeEnum": "memories.models.MemoryType",

@@ -11,11 +11,11 @@ admin.site.index_title = "Memories, projects, runs and history"
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="review:dashboard", permanent=False)),
-    path("review/", include("memories.review.urls")),
+    path("review/", include("review.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/", include("memories.api.urls")),
+    path("api/", include("api.urls")),
     path("healthz", ops_views.healthz, name="healthz"),
     path("readyz", ops_views.readyz, name="readyz"),
     path("metrics", ops_views.metrics_view, name="metrics"),

@@ -13,7 +13,7 @@ from memories import services
 from memories.actors import Actor
 from memories.models import Memory, Run
 from memories.tokens import count_tokens
-from tests.memories.api.conftest import client_with_key, url
+from tests.api.conftest import client_with_key, url
 
 pytestmark = pytest.mark.django_db
 SYSTEM = Actor.system("tests")
@@ -170,7 +170,7 @@ def test_over_the_api_access_is_counted_once_the_response_is_sent(project, make_
 
 
 def test_work_after_the_response_that_fails_is_logged_not_raised(caplog):
-    from memories.api.responses import ThenResponse
+    from api.responses import ThenResponse
 
     ran = []
 
@@ -197,7 +197,7 @@ def test_cache_hit_until_a_memory_changes(project, make_memory, django_capture_o
 def test_an_api_repeat_is_answered_from_the_cache_before_validation(
     project, make_memory, make_run, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from assembly import api
+    from api import context
 
     memory = make_memory(project=project, content="Replayed.")
     run = make_run(project=project)
@@ -209,7 +209,7 @@ def test_an_api_repeat_is_answered_from_the_cache_before_validation(
     def never(*args, **kwargs):
         raise AssertionError("a repeat was validated again")
 
-    monkeypatch.setattr(api.ContextIn, "is_valid", never)
+    monkeypatch.setattr(context.ContextIn, "is_valid", never)
     # Keys in another order are the same request.
     again = agent.post(url(project, "context"), dict(reversed(body.items())), format="json")
     assert again.status_code == 200

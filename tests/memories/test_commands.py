@@ -1,53 +1,40 @@
+"""create_api_key: a key for a project, printed last, and the project made on request."""
+
 from __future__ import annotations
 
 from io import StringIO
 
 import pytest
-from django.contrib.auth import authenticate
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
 
-from memories.models import Memory, MemoryType, ReviewStatus, Run, Source, Tier
+from memories.models import Project
+from tests.api.conftest import url
 
 pytestmark = pytest.mark.django_db
 
 
-def seed(*args: str) -> str:
+def test_create_api_key_command_prints_the_key_last(project):
     out = StringIO()
-    call_command("seed_demo", *args, stdout=out)
-    return out.getvalue()
+    call_command("create_api_key", project.slug, "--name", "ci", stdout=out, stderr=StringIO())
+    token = out.getvalue().strip().splitlines()[-1]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert client.get(url(project, "memories")).status_code == 200
 
 
-def test_seed_demo_covers_every_kind_of_memory(settings):
-    output = seed()
-    memories = Memory.objects.filter(project__slug="demo")
-    assert memories.count() >= 60
-    for field, choices in [
-        ("type", MemoryType),
-        ("source", Source),
-        ("review_status", ReviewStatus),
-        ("tier", Tier),
-    ]:
-        assert set(memories.values_list(field, flat=True)) == set(choices.values), field
-    assert memories.filter(pinned=True).exists()
-    assert Run.objects.filter(project__slug="demo").exclude(status="running").count() >= 3
-    assert memories.filter(confidence__lt=0.5).exists()
-    assert Memory.objects.filter(scope="global", active=True).exists()
-    assert Memory.objects.filter(scope="global", review_status="pending").exists()
-    last_line = output.strip().splitlines()[-1]
-    assert last_line == (
-        f"Reviewer login: username {settings.DEMO_USERNAME} password {settings.DEMO_PASSWORD}"
+def test_create_api_key_can_create_the_project():
+    with pytest.raises(CommandError, match="--create-project"):
+        call_command("create_api_key", "new-one", "--name", "x", stdout=StringIO())
+    out = StringIO()
+    call_command(
+        "create_api_key",
+        "new-one",
+        "--name",
+        "x",
+        "--create-project",
+        stdout=out,
+        stderr=StringIO(),
     )
-    user = authenticate(username=settings.DEMO_USERNAME, password=settings.DEMO_PASSWORD)
-    assert user is not None
-    assert user.is_staff
-    assert user.has_perm("memories.review_memory")
-    assert user.has_perm("memories.view_memory")
-
-
-def test_seed_demo_is_safe_to_run_again_and_can_reset():
-    seed()
-    count = Memory.objects.count()
-    assert "already present" in seed()
-    assert Memory.objects.count() == count
-    seed("--reset")
-    assert Memory.objects.filter(project__slug="demo").count() == 60
+    assert out.getvalue().strip().startswith("ml_")
+    assert Project.objects.get(slug="new-one").policy.selection_limit == 10

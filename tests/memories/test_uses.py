@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from memories.services import uses
 from policies.tasks import flush_memory_uses
-from tests.memories.api.conftest import client_with_key, url
+from tests.api.conftest import client_with_key, url
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from config.celery import app as celery_app
 from memories import services
 from ops import requestid
 from ops.logs import JsonFormatter
-from tests.memories.api.conftest import client_with_key
+from tests.api.conftest import client_with_key
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db

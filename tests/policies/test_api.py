@@ -8,7 +8,7 @@ from memories import services as memory_services
 from memories.models import EventAction, Memory, MemoryEvent, MemoryPolicy
 from policies.compression import compress_memories
 from policies.eviction import evict_memories
-from tests.memories.api.conftest import client_with_key, url
+from tests.api.conftest import client_with_key, url
 
 pytestmark = pytest.mark.django_db
 

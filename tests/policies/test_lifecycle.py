@@ -392,9 +392,7 @@ def test_a_memory_whose_type_changed_or_that_became_active_again_is_compared_aga
     Memory.objects.filter(pk=keep.pk).update(confidence=0.9)
     assert consolidate_memories().total == 0
     with django_capture_on_commit_callbacks(execute=True):
-        memory_services.memories_change_type(
-            memory_ids=[warning.pk], type="pattern", actor=SYSTEM
-        )
+        memory_services.memories_change_type(memory_ids=[warning.pk], type="pattern", actor=SYSTEM)
         memory_services.memories_set_active(memory_ids=[paused.pk], active=True, actor=SYSTEM)
     assert pending() == {warning.pk, paused.pk}
     assert consolidate_memories().total == 2

@@ -11,22 +11,22 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from assembly.budget import Share
-from assembly.packing import LODS
-from assembly.render import PROMPT_PARTS
-from assembly.services import FORMATS, ContextRequest, context_assemble, context_replay
-from assembly.sources import SOURCES
-from memories.api.access import project_or_404
-from memories.api.auth import actor_for
-from memories.api.fields import (
+from api.access import project_or_404
+from api.auth import actor_for
+from api.fields import (
     StrictCharField,
     StrictChoiceField,
     StrictFloatField,
     StrictInput,
     StrictIntegerField,
 )
-from memories.api.responses import ThenJSONResponse, ThenResponse
-from memories.api.views import PROJECT_PARAM, WRITE_ERRORS, errors
+from api.responses import ThenJSONResponse, ThenResponse
+from api.views import PROJECT_PARAM, WRITE_ERRORS, errors
+from assembly.budget import Share
+from assembly.packing import LODS
+from assembly.render import PROMPT_PARTS
+from assembly.services import FORMATS, ContextRequest, context_assemble, context_replay
+from assembly.sources import SOURCES
 from memories.text import WRITE_SCOPE_ENTRY_MAX_CHARS, WRITE_SCOPE_MAX_ENTRIES
 from memories.tokens import SUPPORTED_ENCODINGS
 

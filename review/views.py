@@ -29,8 +29,8 @@ from assembly.services import ContextRequest, context_assemble
 from memories import selectors, services
 from memories.actors import Actor
 from memories.models import Memory, Project
-from memories.review.forms import MemoryEditForm, MemoryListFilter, PreviewForm
 from policies.models import JobState
+from review.forms import MemoryEditForm, MemoryListFilter, PreviewForm
 
 
 class HtmxHttpRequest(HttpRequest):

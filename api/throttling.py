@@ -6,7 +6,7 @@ from django.conf import settings
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
-from memories.api.auth import api_key_of
+from api.auth import api_key_of
 
 
 class PerKeyRateThrottle(SimpleRateThrottle):

@@ -10,8 +10,11 @@ from django.utils import timezone
 
 from memories import services
 from memories.models import Memory, ReviewStatus
-from policies import services as policies
-from tests.memories.review.conftest import HTMX
+from policies.consolidation import consolidate_memories
+from policies.expiry import expire_memories
+from policies.runner import record_run
+from policies.staleness import memories_mark_changed
+from tests.review.conftest import HTMX
 
 pytestmark = pytest.mark.django_db
 
@@ -107,7 +110,7 @@ def test_dashboard_counts_each_state(
     services.memory_reject(memory=rejected, actor=reviewer_actor)
     stale = make_memory(project=project, tags=["src/core/**"])
     services.memory_approve(memory=stale, actor=reviewer_actor)
-    policies.memories_mark_changed(
+    memories_mark_changed(
         project=project, paths=["src/core/a.py"], ref="abc123", actor=reviewer_actor
     )
     make_memory(project=other_project)
@@ -124,7 +127,7 @@ def test_dashboard_counts_each_state(
 
 
 def test_dashboard_shows_the_last_run_of_each_job(reviewer_client, project):
-    policies.record_run(policies.expire_memories)
+    record_run(expire_memories)
     response = reviewer_client.get(reverse("review:dashboard"))
     assert "expire_memories" in response.text
 
@@ -152,7 +155,7 @@ def test_queue_holds_waiting_and_stale_memories_only(
     services.memory_approve(memory=done, actor=reviewer_actor)
     stale = make_memory(project=project, content="core rule", tags=["src/core/**"])
     services.memory_approve(memory=stale, actor=reviewer_actor)
-    policies.memories_mark_changed(
+    memories_mark_changed(
         project=project, paths=["src/core/x.py"], ref="f00dbeef", actor=reviewer_actor
     )
 
@@ -504,7 +507,7 @@ def test_detail_of_a_merged_memory_links_its_survivor(
     survivor = make_memory(project=project, content="Use UTC everywhere in the code base.")
     twin = make_memory(project=project, content="Use UTC everywhere in the code base!")
     services.memory_approve(memory=survivor, actor=reviewer_actor)
-    policies.consolidate_memories()
+    consolidate_memories()
     twin.refresh_from_db()
     assert twin.merged_into_id == survivor.pk
     response = reviewer_client.get(reverse("review:memory", args=[twin.pk]))

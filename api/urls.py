@@ -1,9 +1,9 @@
 from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from assembly.api import ContextView
-from memories.api import views
-from memories.api.errors import api_not_found
+from api import changes, runs, views
+from api.context import ContextView
+from api.errors import api_not_found
 
 
 class IdConverter:
@@ -40,10 +40,10 @@ urlpatterns = [
         views.MemoryRestoreContent.as_view(),
         name="memory-restore-content",
     ),
-    path(f"{project}/changes", views.ProjectChanges.as_view(), name="changes"),
-    path(f"{project}/runs", views.RunCreate.as_view(), name="runs"),
-    path(f"{project}/runs/<id:run_id>", views.RunDetail.as_view(), name="run"),
-    path(f"{project}/runs/<id:run_id>/outcome", views.RunOutcome.as_view(), name="run-outcome"),
+    path(f"{project}/changes", changes.ProjectChanges.as_view(), name="changes"),
+    path(f"{project}/runs", runs.RunCreate.as_view(), name="runs"),
+    path(f"{project}/runs/<id:run_id>", runs.RunDetail.as_view(), name="run"),
+    path(f"{project}/runs/<id:run_id>/outcome", runs.RunOutcome.as_view(), name="run-outcome"),
     path(f"{project}/export", views.ProjectExport.as_view(), name="export"),
     path(f"{project}/context", ContextView.as_view(), name="context"),
     path("memories/global", views.GlobalMemories.as_view(), name="global-memories"),

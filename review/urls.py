@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memories.review import views
+from review import views
 
 app_name = "review"
 

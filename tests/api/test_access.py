@@ -7,8 +7,9 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from memories import services
+from memories.actors import Actor
 from memories.models import ApiKey, Memory
-from tests.memories.api.conftest import client_with_key, url
+from tests.api.conftest import client_with_key, url
 
 pytestmark = pytest.mark.django_db
 
@@ -87,7 +88,7 @@ def test_global_memories_of_another_project_are_not_reachable_as_project_memorie
     agent, project, reviewer_actor
 ):
     shared = services.memory_create(
-        project=None, type="pattern", content="g", source="run", actor=services.Actor.system("t")
+        project=None, type="pattern", content="g", source="run", actor=Actor.system("t")
     )
     assert agent.get(url(project, "memories", shared.pk)).status_code == 404
 
@@ -175,39 +176,3 @@ def test_throttling_per_key(project, settings):
     assert codes == [200, 200, 200, 429]
     assert second.get(url(project, "memories")).status_code == 200
     cache.clear()
-
-
-def test_create_api_key_command_prints_the_key_last(project):
-    from io import StringIO
-
-    from django.core.management import call_command
-
-    out = StringIO()
-    call_command("create_api_key", project.slug, "--name", "ci", stdout=out, stderr=StringIO())
-    token = out.getvalue().strip().splitlines()[-1]
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    assert client.get(url(project, "memories")).status_code == 200
-
-
-def test_create_api_key_can_create_the_project():
-    from io import StringIO
-
-    from django.core.management import CommandError, call_command
-
-    with pytest.raises(CommandError, match="--create-project"):
-        call_command("create_api_key", "new-one", "--name", "x", stdout=StringIO())
-    out = StringIO()
-    call_command(
-        "create_api_key",
-        "new-one",
-        "--name",
-        "x",
-        "--create-project",
-        stdout=out,
-        stderr=StringIO(),
-    )
-    assert out.getvalue().strip().startswith("ml_")
-    from memories.models import Project
-
-    assert Project.objects.get(slug="new-one").policy.selection_limit == 10

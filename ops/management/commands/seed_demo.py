@@ -24,7 +24,15 @@ from memories.models import (
     Source,
     Tier,
 )
-from policies import services as policies
+from policies.compression import compress_memories
+from policies.consolidation import consolidate_memories
+from policies.decay import decay_memories
+from policies.eviction import evict_memories
+from policies.expiry import expire_memories
+from policies.runner import JobResult, record_run
+from policies.scratch import clear_run_scratch
+from policies.staleness import memories_mark_changed
+from policies.tiers import update_tiers
 
 REVIEWERS_GROUP = "Reviewers"
 REVIEWER_PERMISSIONS = [
@@ -122,14 +130,14 @@ DEMO_MEMORIES: list[tuple[str, str, list[str]]] = [
 ]
 
 SOURCES = [Source.HUMAN, Source.RUN, Source.LEARNING]
-DEMO_JOBS: list[Callable[..., policies.JobResult]] = [
-    policies.expire_memories,
-    policies.decay_memories,
-    policies.update_tiers,
-    policies.clear_run_scratch,
-    policies.compress_memories,
-    policies.evict_memories,
-    policies.consolidate_memories,
+DEMO_JOBS: list[Callable[..., JobResult]] = [
+    expire_memories,
+    decay_memories,
+    update_tiers,
+    clear_run_scratch,
+    compress_memories,
+    evict_memories,
+    consolidate_memories,
 ]
 
 
@@ -262,10 +270,10 @@ class Command(BaseCommand):
             if approve:
                 services.memory_approve(memory=shared, actor=human)
         # A merge of code in src/core/ asks for the rules about it to be looked at again.
-        policies.memories_mark_changed(
+        memories_mark_changed(
             project=project, paths=["src/core/invoices.py"], ref="merge 4f2c1ab", actor=system
         )
         # Each maintenance job run once, as the beat would, so the dashboard shows their
         # last runs (decay lowers the long-unused memories; consolidation merges a twin).
         for job in DEMO_JOBS:
-            policies.record_run(job)
+            record_run(job)

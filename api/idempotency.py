@@ -14,7 +14,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memories.api.errors import ConflictError
+from api.errors import ConflictError
 from memories.models import IdempotencyRecord, Project
 
 HEADER = "Idempotency-Key"

@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 
-from memories.api.auth import api_key_of
+from api.auth import api_key_of
 from memories.models import Memory, Project, Scope
 
 PROJECT_NOT_FOUND = "No project {ref!r} here (or your key belongs to another project)."

@@ -13,7 +13,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from memories.api.fields import (
+from api.fields import (
     StrictCharField,
     StrictChoiceField,
     StrictDateTimeField,

@@ -1,4 +1,7 @@
-"""The REST API. Views parse, check access, call one service and render; nothing else."""
+"""The REST API: projects, memories and their history, global memories, the export, and
+what every endpoint shares (its OpenAPI parameters and error responses, input validation,
+201 with a Location). Runs are in api/runs.py, /changes in api/changes.py, /context in
+api/context.py. Views parse, check access, call one service and render; nothing else."""
 
 from __future__ import annotations
 
@@ -20,24 +23,23 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
-from memories import selectors, services
-from memories.api import serializers as s
-from memories.api.access import (
+from api import serializers as s
+from api.access import (
     global_memory_or_404,
     project_memory_or_404,
     project_or_404,
     projects_for,
     require_perm,
 )
-from memories.api.auth import actor_for, api_key_of
-from memories.api.errors import ConflictError
-from memories.api.filters import CamelOrderingFilter, MemoryFilter
-from memories.api.idempotency import HEADER as IDEMPOTENCY_HEADER
-from memories.api.idempotency import KEY_PATTERN as IDEMPOTENCY_KEY_PATTERN
-from memories.api.idempotency import idempotent
-from memories.api.pagination import EventPagination, MemoryPagination
+from api.auth import actor_for, api_key_of
+from api.errors import ConflictError
+from api.filters import CamelOrderingFilter, MemoryFilter
+from api.idempotency import HEADER as IDEMPOTENCY_HEADER
+from api.idempotency import KEY_PATTERN as IDEMPOTENCY_KEY_PATTERN
+from api.idempotency import idempotent
+from api.pagination import EventPagination, MemoryPagination
+from memories import selectors, services
 from memories.models import Memory, Project, Run, Scope, Source
-from policies.staleness import memories_mark_changed
 
 PROJECT_PARAM = OpenApiParameter(
     "project", OpenApiTypes.STR, OpenApiParameter.PATH, description="Project id or slug."
@@ -280,30 +282,6 @@ class MemoryRestoreContent(APIView):
         return Response(s.memory_out(project_memory_or_404(target, memory_id)))
 
 
-class ProjectChanges(APIView):
-    @extend_schema(
-        parameters=[PROJECT_PARAM],
-        request=s.ChangesIn,
-        responses={200: s.ChangesOut, **errors(*WRITE_ERRORS)},
-        summary="Report a commit's changed paths: memories about them are flagged stale",
-        description=(
-            "Every active memory whose tags match one of the paths is flagged for re-review"
-            " and loses the policy's staleness penalty of confidence, recorded in its history"
-            " with the ref. Reporting the same ref again changes nothing."
-        ),
-    )
-    def post(self, request: Request, project: str) -> Response:
-        target = project_or_404(request, project)
-        require_perm(request, "memories.change_memory", "report code changes")
-        data = _valid(s.ChangesIn, request.data)
-        result = memories_mark_changed(
-            project=target, paths=data["paths"], ref=data["ref"], actor=actor_for(request)
-        )
-        return Response(
-            {"ref": result.ref, "marked": len(result.memory_ids), "memoryIds": result.memory_ids}
-        )
-
-
 class MemoryHistory(generics.GenericAPIView):
     pagination_class = EventPagination
     serializer_class = s.EventOut
@@ -321,86 +299,6 @@ class MemoryHistory(generics.GenericAPIView):
         page = self.paginate_queryset(events)
         assert page is not None
         return self.get_paginated_response([s.event_out(event) for event in page])
-
-
-class RunCreate(APIView):
-    @extend_schema(
-        parameters=[PROJECT_PARAM],
-        request=s.RunCreateIn,
-        responses={
-            201: s.RunOut,
-            200: OpenApiResponse(s.RunOut, description="The run already existed, unchanged."),
-            **errors(*WRITE_ERRORS, 409),
-        },
-        summary="Start a run",
-    )
-    def post(self, request: Request, project: str) -> Response:
-        target = project_or_404(request, project)
-        require_perm(request, "memories.add_run", "start runs")
-        data = _valid(s.RunCreateIn, request.data)
-        run, created = services.run_start(
-            project=target,
-            external_id=data["externalId"],
-            task_title=data["taskTitle"],
-            write_scope=data["writeScope"],
-            actor=actor_for(request),
-        )
-        if not created:
-            return Response(s.run_out(run), status=status.HTTP_200_OK)
-        return _created(s.run_out(run), "api:run", project=target.slug, run_id=run.pk)
-
-
-def _run_or_404(project: Project, run_id: int) -> Run:
-    run = Run.objects.filter(project=project, pk=run_id).first()
-    if run is None:
-        raise NotFound(f"No run {run_id} in project {project.slug}.")
-    return run
-
-
-class RunDetail(APIView):
-    @extend_schema(
-        parameters=[PROJECT_PARAM, RUN_PARAM],
-        responses={200: s.RunDetailOut, **errors()},
-        summary="A run, its outcome and the memories it was given",
-    )
-    def get(self, request: Request, project: str, run_id: int) -> Response:
-        run = _run_or_404(project_or_404(request, project), run_id)
-        given = run.given.order_by("rank").values("memory_id", "rank", "score")
-        return Response(
-            {
-                **s.run_out(run),
-                "given": [
-                    {"memoryId": g["memory_id"], "rank": g["rank"], "score": g["score"]}
-                    for g in given
-                ],
-            }
-        )
-
-
-class RunOutcome(APIView):
-    @extend_schema(
-        parameters=[PROJECT_PARAM, RUN_PARAM],
-        request=s.OutcomeIn,
-        responses={200: s.OutcomeOut, **errors(*WRITE_ERRORS, 409)},
-        summary="Report a run's outcome: moves the confidence of what it was given",
-    )
-    def post(self, request: Request, project: str, run_id: int) -> Response:
-        run = _run_or_404(project_or_404(request, project), run_id)
-        require_perm(request, "memories.change_run", "report outcomes")
-        data = _valid(s.OutcomeIn, request.data)
-        result = services.run_record_outcome(
-            run=run, outcome=data["outcome"], actor=actor_for(request)
-        )
-        return Response(
-            {
-                "run": s.run_out(result.run),
-                "recorded": result.recorded,
-                "memories": [
-                    {"id": m.pk, "confidence": m.confidence, "active": m.active}
-                    for m in result.changes.changed
-                ],
-            }
-        )
 
 
 class GlobalMemories(generics.GenericAPIView):

@@ -8,7 +8,8 @@ from django.core.exceptions import ValidationError
 from memories import services
 from memories.models import Memory, MemoryEvent
 from memories.secrets import SecretsPolicy, redact, scan, scrub
-from tests.memories.api.conftest import url
+from memories.tokens import count_tokens
+from tests.api.conftest import url
 
 # Made-up values in the shapes providers issue (none is a live credential).
 GITHUB = "ghp_Xb7kQ2mP9wR4tY6uI8oL1zC3vN5aS0dF7gH2"
@@ -111,7 +112,7 @@ def test_api_redacts_by_project_policy_and_records_the_redaction(agent, project)
     assert memory.content == "The staging bucket takes [REDACTED AWS Access Key]."
     assert memory.tags == ["infra", "[REDACTED GitHub Token]"]
     assert AWS not in memory.summary
-    assert memory.token_count == services.count_tokens(memory.content)
+    assert memory.token_count == count_tokens(memory.content)
     event = MemoryEvent.objects.get(memory=memory)
     assert "content: AWS Access Key at line 1, column 26" in event.reason
     assert "tags[1]: GitHub Token" in event.reason

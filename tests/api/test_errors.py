@@ -6,7 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from memories.models import Memory
-from tests.memories.api.conftest import url
+from tests.api.conftest import url
 
 pytestmark = pytest.mark.django_db
 

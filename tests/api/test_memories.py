@@ -8,10 +8,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from api.serializers import MemoryOut, memory_out
 from memories import services
-from memories.api.serializers import MemoryOut, memory_out
+from memories.actors import Actor
 from memories.models import Memory, MemoryEvent
-from tests.memories.api.conftest import url
+from tests.api.conftest import url
 
 pytestmark = pytest.mark.django_db
 
@@ -289,7 +290,7 @@ def test_export_streams_memories_and_runs_as_json_lines(agent, project, make_mem
     memories = [make_memory(project=project) for _ in range(3)]
     run = make_run(project=project)
     services.run_give_memories(run=run, ranked=[(memories[0].pk, 0.7), (memories[1].pk, 0.2)])
-    services.run_record_outcome(run=run, outcome="succeeded", actor=services.Actor.system("t"))
+    services.run_record_outcome(run=run, outcome="succeeded", actor=Actor.system("t"))
     response = agent.get(url(project, "export"))
     assert response.status_code == 200
     assert response["Content-Type"] == "application/x-ndjson"

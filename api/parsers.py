@@ -6,7 +6,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework.parsers import JSONParser
 
-from memories.api.errors import RequestTooLarge
+from api.errors import RequestTooLarge
 
 
 class LimitedJSONParser(JSONParser):

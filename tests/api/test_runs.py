@@ -6,7 +6,7 @@ import pytest
 
 from memories import services
 from memories.models import Memory, Run
-from tests.memories.api.conftest import url
+from tests.api.conftest import url
 
 pytestmark = pytest.mark.django_db
 

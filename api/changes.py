@@ -1,0 +1,38 @@
+"""POST /api/projects/:id/changes: a commit's changed paths flag the memories about them."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api import serializers as s
+from api.access import project_or_404, require_perm
+from api.auth import actor_for
+from api.views import PROJECT_PARAM, WRITE_ERRORS, _valid, errors
+from policies.staleness import memories_mark_changed
+
+
+class ProjectChanges(APIView):
+    @extend_schema(
+        parameters=[PROJECT_PARAM],
+        request=s.ChangesIn,
+        responses={200: s.ChangesOut, **errors(*WRITE_ERRORS)},
+        summary="Report a commit's changed paths: memories about them are flagged stale",
+        description=(
+            "Every active memory whose tags match one of the paths is flagged for re-review"
+            " and loses the policy's staleness penalty of confidence, recorded in its history"
+            " with the ref. Reporting the same ref again changes nothing."
+        ),
+    )
+    def post(self, request: Request, project: str) -> Response:
+        target = project_or_404(request, project)
+        require_perm(request, "memories.change_memory", "report code changes")
+        data = _valid(s.ChangesIn, request.data)
+        result = memories_mark_changed(
+            project=target, paths=data["paths"], ref=data["ref"], actor=actor_for(request)
+        )
+        return Response(
+            {"ref": result.ref, "marked": len(result.memory_ids), "memoryIds": result.memory_ids}
+        )

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import call_command
+
+from memories.models import Memory, MemoryType, ReviewStatus, Run, Source, Tier
+
+pytestmark = pytest.mark.django_db
+
+
+def seed(*args: str) -> str:
+    out = StringIO()
+    call_command("seed_demo", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_seed_demo_covers_every_kind_of_memory(settings):
+    output = seed()
+    memories = Memory.objects.filter(project__slug="demo")
+    assert memories.count() >= 60
+    for field, choices in [
+        ("type", MemoryType),
+        ("source", Source),
+        ("review_status", ReviewStatus),
+        ("tier", Tier),
+    ]:
+        assert set(memories.values_list(field, flat=True)) == set(choices.values), field
+    assert memories.filter(pinned=True).exists()
+    assert Run.objects.filter(project__slug="demo").exclude(status="running").count() >= 3
+    assert memories.filter(confidence__lt=0.5).exists()
+    assert Memory.objects.filter(scope="global", active=True).exists()
+    assert Memory.objects.filter(scope="global", review_status="pending").exists()
+    last_line = output.strip().splitlines()[-1]
+    assert last_line == (
+        f"Reviewer login: username {settings.DEMO_USERNAME} password {settings.DEMO_PASSWORD}"
+    )
+    user = authenticate(username=settings.DEMO_USERNAME, password=settings.DEMO_PASSWORD)
+    assert user is not None
+    assert user.is_staff
+    assert user.has_perm("memories.review_memory")
+    assert user.has_perm("memories.view_memory")
+
+
+def test_seed_demo_is_safe_to_run_again_and_can_reset():
+    seed()
+    count = Memory.objects.count()
+    assert "already present" in seed()
+    assert Memory.objects.count() == count
+    seed("--reset")
+    assert Memory.objects.filter(project__slug="demo").count() == 60
