@@ -12,7 +12,7 @@ is written at once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from functools import cache
 
@@ -60,6 +60,14 @@ def write(memory_ids: Iterable[int], now: datetime | None = None) -> None:
 def _write(ids: list[int], uses: list[int], last_at: list[datetime]) -> None:
     with connection.cursor() as cursor:
         cursor.execute(_UPDATE, [ids, uses, last_at])
+
+
+def write_counts(counts: Mapping[int, tuple[int, datetime]]) -> None:
+    """Add uses counted elsewhere (memory id: how many, the last one), in one statement:
+    an import from another store, or a demo that plays weeks of use."""
+    rows = sorted((memory_id, n, at) for memory_id, (n, at) in counts.items() if n > 0)
+    if rows:
+        _write(*(list(column) for column in zip(*rows, strict=True)))
 
 
 def record(memory_ids: Iterable[int], now: datetime | None = None) -> None:

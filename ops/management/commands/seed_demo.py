@@ -22,8 +22,8 @@ from memories.models import (
     Project,
     ReviewStatus,
     Source,
-    Tier,
 )
+from memories.services import uses
 from policies.compression import compress_memories
 from policies.consolidation import consolidate_memories
 from policies.decay import decay_memories
@@ -248,17 +248,16 @@ class Command(BaseCommand):
         services.memories_set_pinned(
             memory_ids=[memories[0].pk, memories[1].pk], pinned=True, actor=human
         )
-        # Usage and storage state as the lifecycle jobs would leave them after a few weeks.
+        # A few weeks of use (the tiers job below sorts them into hot, warm and cold).
         now = timezone.now()
-        tiers = [Tier.HOT, Tier.WARM, Tier.COLD, Tier.FROZEN]
-        for index, memory in enumerate(memories):
-            Memory.objects.filter(pk=memory.pk).update(
-                tier=tiers[index % 4],
-                access_count=rng.randint(0, 40),
-                last_accessed_at=now - timedelta(days=rng.randint(0, 60)),
-            )
-        soon = [m.pk for m in memories if m.type == MemoryType.CONTEXT][:3]
-        Memory.objects.filter(pk__in=soon).update(expires_at=now + timedelta(days=3))
+        uses.write_counts(
+            {
+                memory.pk: (rng.randint(0, 40), now - timedelta(days=rng.randint(0, 60)))
+                for memory in memories
+            }
+        )
+        for memory in [m for m in memories if m.type == MemoryType.CONTEXT][:3]:
+            services.memory_update(memory=memory, actor=system, expires_at=now + timedelta(days=3))
         # A global memory waiting for a reviewer, and one approved.
         for content, approve in [
             ("Never commit secrets; use the secret manager.", True),

@@ -1,0 +1,287 @@
+"""Memories (table ``project_memories``), and what each run was given."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import F, Func, Q, Value
+from django.db.models.functions import Cast, Coalesce, Length
+from django.db.models.lookups import LessThanOrEqual
+
+from memories.models.choices import (
+    CONTENT_HARD_LIMIT,
+    NEEDS_REVIEW,
+    UNIT_INTERVAL,
+    MemoryType,
+    ReviewStatus,
+    Scope,
+    Source,
+    Tier,
+    between_0_and_1,
+    in_choices,
+)
+from memories.models.projects import Project
+from memories.models.runs import Run
+
+
+class Memory(models.Model):
+    # The foreign keys carry no index of their own: a project's memories are found through
+    # the indexes that start with the project, the others through partial indexes of the few
+    # rows that have one. Every index is written again when a policy job changes a memory's
+    # confidence, so none is kept that no query needs.
+    project = models.ForeignKey(
+        Project,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="memories",
+        db_index=False,
+    )
+    scope = models.CharField(max_length=16, choices=Scope, default=Scope.PROJECT)
+    type = models.CharField(max_length=16, choices=MemoryType)
+    content = models.TextField()
+    summary = models.TextField(blank=True)
+    source = models.CharField(max_length=16, choices=Source)
+    source_run = models.ForeignKey(
+        Run,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="written_memories",
+        db_index=False,
+    )
+    tags = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    # Anchored regexes of the tags (memories.tags), kept by the services beside the tags.
+    tag_patterns = ArrayField(models.TextField(), default=list, blank=True, editable=False)
+    # Literal keys of the tags (memories.tags.tag_keys), kept by the services beside the tags.
+    tag_keys = ArrayField(models.TextField(), default=list, blank=True, editable=False)
+    relevance_score = models.FloatField(default=0.5, validators=UNIT_INTERVAL)
+    confidence = models.FloatField(validators=UNIT_INTERVAL)
+    active = models.BooleanField(default=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    review_status = models.CharField(
+        max_length=16, choices=ReviewStatus, default=ReviewStatus.PENDING
+    )
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="approved_memories",
+        db_index=False,
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    pinned = models.BooleanField(default=False)
+    tier = models.CharField(max_length=16, choices=Tier, default=Tier.HOT)
+    token_count = models.PositiveIntegerField(editable=False)
+    access_count = models.PositiveIntegerField(default=0, editable=False)
+    last_accessed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Lifecycle bookkeeping (policies/): the last decay step; when the content was
+    # compressed; archived (evicted, merged or cleared: tier frozen, inactive, restorable);
+    # the memory a merge folded this one into; flagged stale by a code change (and its ref).
+    decayed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    compressed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    archived_at = models.DateTimeField(null=True, blank=True, editable=False)
+    merged_into = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="merged",
+        editable=False,
+        db_index=False,
+    )
+    stale_at = models.DateTimeField(null=True, blank=True, editable=False)
+    stale_ref = models.CharField(max_length=200, blank=True, editable=False, db_default="")
+    content_hash = models.CharField(max_length=64, editable=False)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("content", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    # What the assembly looks candidates up by, in one GIN index: the tag keys and the
+    # content's lexemes, each prefixed with the owner (the project id, or "g" for global
+    # memories) so that a lookup reads only its own project's postings.
+    match_keys = models.GeneratedField(
+        expression=Func(
+            Coalesce(Cast("project_id", models.TextField()), Value("g")),
+            F("tag_keys"),
+            F("content"),
+            function="memory_match_keys",
+            output_field=ArrayField(models.TextField()),
+        ),
+        output_field=ArrayField(models.TextField()),
+        db_persist=True,
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "project_memories"
+        verbose_name_plural = "memories"
+        ordering = ["-created_at", "-id"]
+        permissions = [("review_memory", "Can approve and reject memories")]
+        constraints = [
+            models.CheckConstraint(
+                condition=between_0_and_1("confidence"), name="memory_confidence_range"
+            ),
+            models.CheckConstraint(
+                condition=between_0_and_1("relevance_score"), name="memory_relevance_range"
+            ),
+            models.CheckConstraint(
+                condition=in_choices("type", MemoryType), name="memory_type_valid"
+            ),
+            models.CheckConstraint(
+                condition=in_choices("source", Source), name="memory_source_valid"
+            ),
+            models.CheckConstraint(condition=in_choices("scope", Scope), name="memory_scope_valid"),
+            models.CheckConstraint(condition=in_choices("tier", Tier), name="memory_tier_valid"),
+            models.CheckConstraint(
+                condition=in_choices("review_status", ReviewStatus),
+                name="memory_review_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(scope=Scope.GLOBAL, project__isnull=True)
+                | (~Q(scope=Scope.GLOBAL) & Q(project__isnull=False)),
+                name="memory_global_iff_no_project",
+            ),
+            models.CheckConstraint(
+                condition=~Q(scope=Scope.RUN) | Q(source_run__isnull=False),
+                name="memory_run_scope_has_run",
+            ),
+            models.CheckConstraint(
+                condition=~Q(content="")
+                & Q(LessThanOrEqual(Length("content"), CONTENT_HARD_LIMIT)),
+                name="memory_content_length",
+            ),
+            models.CheckConstraint(
+                condition=~Q(review_status=ReviewStatus.APPROVED) | Q(approved_at__isnull=False),
+                name="memory_approved_has_time",
+            ),
+            models.CheckConstraint(
+                condition=Q(archived_at__isnull=True) | Q(active=False, tier=Tier.FROZEN),
+                name="memory_archived_is_frozen",
+            ),
+            models.CheckConstraint(
+                condition=Q(merged_into__isnull=True) | Q(archived_at__isnull=False),
+                name="memory_merged_is_archived",
+            ),
+        ]
+        indexes = [
+            # Selection at run start: a project's active memories, best first.
+            models.Index(
+                F("project"),
+                (F("confidence") * F("relevance_score")).desc(),
+                F("id"),
+                condition=Q(active=True),
+                name="memory_selection_idx",
+            ),
+            # The same for global memories (IS NULL is no equality: the one above cannot
+            # give their order).
+            models.Index(
+                (F("confidence") * F("relevance_score")).desc(),
+                F("id"),
+                condition=Q(active=True, project__isnull=True),
+                name="memory_global_selection_idx",
+            ),
+            # Review queue: what waits for a reviewer in a project, newest first (and counted).
+            models.Index(
+                F("project"),
+                F("created_at").desc(),
+                F("id").desc(),
+                condition=NEEDS_REVIEW,
+                name="memory_needs_review_idx",
+            ),
+            # Expiry job: active memories with an expiry.
+            models.Index(
+                fields=["expires_at"],
+                condition=Q(active=True, expires_at__isnull=False),
+                name="memory_expiry_idx",
+            ),
+            # Consolidation: equal content among a project's active memories of a type.
+            models.Index(
+                fields=["project", "type", "content_hash"],
+                condition=Q(active=True),
+                name="memory_active_hash_idx",
+            ),
+            # Policy jobs that walk the active memories in id windows (decay, tiers,
+            # compression, consolidation).
+            models.Index(fields=["id"], condition=Q(active=True), name="memory_active_walk_idx"),
+            # Run scratch cleanup: active memories of scope run, by their run.
+            models.Index(
+                fields=["source_run"],
+                condition=Q(active=True, scope=Scope.RUN),
+                name="memory_run_scratch_idx",
+            ),
+            # The foreign keys that most memories leave empty, for the rows that have one
+            # (deleting a run, a user or a merge survivor sets them to NULL).
+            models.Index(
+                fields=["source_run"],
+                condition=Q(source_run__isnull=False),
+                name="memory_source_run_idx",
+            ),
+            models.Index(
+                fields=["approved_by"],
+                condition=Q(approved_by__isnull=False),
+                name="memory_approved_by_idx",
+            ),
+            models.Index(
+                fields=["merged_into"],
+                condition=Q(merged_into__isnull=False),
+                name="memory_merged_into_idx",
+            ),
+            # Review pages: memories flagged stale by a code change; archived ones.
+            models.Index(
+                fields=["project", "-stale_at"],
+                condition=Q(stale_at__isnull=False),
+                name="memory_stale_idx",
+            ),
+            models.Index(
+                fields=["project", "-archived_at"],
+                condition=Q(archived_at__isnull=False),
+                name="memory_archived_idx",
+            ),
+            # The API's tag and text filters, on active memories (their default). A memory
+            # that expires, is evicted or merged leaves these indexes instead of adding its
+            # tags and words again: half the cost of an expiry batch.
+            GinIndex(fields=["tags"], name="memory_tags_gin", condition=Q(active=True)),
+            GinIndex(fields=["search_vector"], name="memory_search_gin", condition=Q(active=True)),
+            # Context assembly: candidates by write-scope key and by intent word; only active
+            # memories are ever looked up. New entries wait in a short pending list (256 kB,
+            # which a lookup scans too) and join the index in bulk: a decay batch rewrites
+            # thousands of rows, each with about 50 keys, at half the cost of adding them
+            # one by one.
+            GinIndex(
+                fields=["match_keys"],
+                name="memory_match_keys_gin",
+                fastupdate=True,
+                gin_pending_list_limit=256,
+                condition=Q(active=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.type}] {self.content[:60]}"
+
+
+class RunMemory(models.Model):
+    """A memory a run was given at its start, with its rank and score."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="given")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="given_to")
+    rank = models.PositiveIntegerField()
+    score = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "rank"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "memory"], name="run_memory_unique"),
+        ]
+        indexes = [models.Index(fields=["memory", "-created_at"], name="run_memory_by_memory_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.run} #{self.rank}: {self.memory_id}"
