@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
@@ -25,6 +26,7 @@ from api.views import PROJECT_PARAM, WRITE_ERRORS, errors
 from assembly.budget import Share
 from assembly.packing import LODS
 from assembly.render import PROMPT_PARTS
+from assembly.results import Context
 from assembly.services import FORMATS, ContextRequest, context_assemble, context_replay
 from assembly.sources import SOURCES
 from memories.text import WRITE_SCOPE_ENTRY_MAX_CHARS, WRITE_SCOPE_MAX_ENTRIES
@@ -177,7 +179,7 @@ class ContextView(APIView):
                 project=target, identity=identity[0], run_id=identity[1], defer=then.append
             )
             if replayed is not None:
-                return ThenJSONResponse(replayed, then=then)
+                return ThenJSONResponse(stamped(*replayed), then=then)
         serializer = ContextIn(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -202,8 +204,73 @@ class ContextView(APIView):
             actor=actor_for(request),
             defer=then.append,
             identity=None if identity is None else identity[0],
+            encode=stored_body,
         )
-        return ThenResponse(result, then=then)
+        return ThenResponse(context_json(result), then=then)
+
+
+# --- the wire format -----------------------------------------------------------------------------
+
+
+def json_bytes(value: Any) -> bytes:
+    """JSON as the API renders it (compact, UTF-8, no NaN)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+def context_json(result: Context, *, stamp: bool = True) -> dict[str, Any]:
+    """An assembly as the API sends it (ContextOut), in camelCase; without ``stamp``, less
+    the two per-response values that end it (cacheHit, assemblyTimeMs)."""
+    meta = result.metadata
+    metadata: dict[str, Any] = {
+        "totalTokens": meta.total_tokens,
+        "budget": meta.budget,
+        "encoding": meta.encoding,
+        "lod": meta.lod,
+        "promptHash": meta.prompt_hash,
+        "qualityAchieved": meta.quality_achieved,
+        "sourceCoverage": {
+            source: {camel(name): value for name, value in asdict(coverage).items()}
+            for source, coverage in meta.source_coverage.items()
+        },
+        "warnings": [asdict(warning) for warning in meta.warnings],
+    }
+    if stamp:
+        metadata |= {"cacheHit": meta.cache_hit, "assemblyTimeMs": meta.assembly_time_ms}
+    return {
+        "text": result.text,
+        "items": [
+            {
+                "id": item.id,
+                "source": item.source,
+                "type": item.type,
+                "rank": item.rank,
+                "detail": item.detail,
+                "tokens": item.tokens,
+                "score": item.score,
+                "scoreParts": {camel(name): value for name, value in item.score_parts.items()},
+            }
+            for item in result.items
+        ],
+        "dropped": [asdict(dropped) for dropped in result.dropped],
+        "metadata": metadata,
+    }
+
+
+def stored_body(result: Context) -> bytes:
+    """The JSON the cache keeps for a repeat: the answer less its per-response values."""
+    return json_bytes(context_json(result, stamp=False))
+
+
+def stamped(body: bytes, assembly_time_ms: float) -> bytes:
+    """A stored answer with this response's two values: the stored JSON ends with the
+    metadata object, which ends the answer, so they close both."""
+    stamp = {"cacheHit": True, "assemblyTimeMs": assembly_time_ms}
+    return body[:-2] + b"," + json_bytes(stamp)[1:] + b"}"
 
 
 def _identity(body: Any) -> tuple[str, int | None] | None:

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.core.cache import caches
 
 from assembly.metrics import CACHE_ERRORS
+from assembly.results import Context
 from memories.hooks import MemoriesChanged
 
 logger = logging.getLogger(__name__)
@@ -71,10 +72,12 @@ def on_memories_changed(*, change: MemoriesChanged, **kwargs: Any) -> None:
 
 @dataclass(frozen=True)
 class Answer:
-    """A cached assembly: its JSON (as the API sends it, without the per-response metadata
-    that ends it), and what recording a repeat needs without reading it."""
+    """A cached assembly: the result, the caller's encoding of it (the API's JSON without
+    the per-response metadata that ends it) when it gave one, and what recording a repeat
+    needs without reading either."""
 
-    body: bytes
+    result: Context
+    body: bytes | None
     given: list[tuple[int, float]]
     prompt_hash: str
 

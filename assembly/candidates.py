@@ -28,10 +28,15 @@ from typing import Any
 import psycopg
 from django.db import OperationalError, connection, transaction
 
+from memories.history import literal
 from memories.matching import scope_lookup, scope_params, tag_match
+from memories.models import Memory, Scope
 from memories.statements import server_cursor
 from memories.tags import probe_keys
 
+MEMORIES = Memory._meta.db_table
+_PROJECT = literal(Scope.PROJECT)
+_RUN = literal(Scope.RUN)
 SCOPE_POOL = 1000
 TEXT_POOL = 200
 # A word of the intent that the table's statistics (ANALYZE's most common elements of
@@ -58,8 +63,8 @@ class Source:
 def project_source(project_id: int) -> Source:
     return Source(
         str(project_id),
-        "m.project_id = %(project_id)s AND m.scope = 'project'",
-        "m.scope = 'project'",
+        f"m.project_id = %(project_id)s AND m.scope = {_PROJECT}",
+        f"m.scope = {_PROJECT}",
         {"project_id": project_id},
     )
 
@@ -73,8 +78,8 @@ def global_source() -> Source:
 def run_source(project_id: int, run_id: int) -> Source:
     return Source(
         str(project_id),
-        "m.project_id = %(project_id)s AND m.scope = 'run' AND m.source_run_id = %(run_id)s",
-        "m.scope = 'run' AND m.source_run_id = %(run_id)s",
+        f"m.project_id = %(project_id)s AND m.scope = {_RUN} AND m.source_run_id = %(run_id)s",
+        f"m.scope = {_RUN} AND m.source_run_id = %(run_id)s",
         {"project_id": project_id, "run_id": run_id},
     )
 
@@ -92,14 +97,14 @@ _WORDS = """
 # The word keys in more than COMMON_WORD_ROWS rows by ANALYZE's most common elements of
 # match_keys; they change only when the table is analysed, so each process reads them at
 # most every COMMON_WORDS_SECONDS (a statement per request would cost more than it saves).
-_COMMON_WORDS = """
+_COMMON_WORDS = f"""
     SELECT element FROM pg_stats AS stats,
         unnest(stats.most_common_elems::text::text[], stats.most_common_elem_freqs)
             AS common(element, frequency)
-    WHERE stats.schemaname = current_schema() AND stats.tablename = 'project_memories'
+    WHERE stats.schemaname = current_schema() AND stats.tablename = '{MEMORIES}'
         AND stats.attname = 'match_keys' AND element LIKE '%%:w:%%'
         AND frequency * (
-            SELECT reltuples FROM pg_class WHERE oid = 'project_memories'::regclass
+            SELECT reltuples FROM pg_class WHERE oid = '{MEMORIES}'::regclass
         ) > %s"""
 COMMON_WORDS_SECONDS = 300.0
 _common_words: dict[str, Any] = {"read_at": None, "by_owner": {}}
@@ -188,13 +193,13 @@ def candidate_query(
         select = f"SELECT m.id, m.confidence, {i} AS source"
 
         def usable(where: str, select: str = select) -> str:
-            return f"{select}, true AS usable FROM project_memories m WHERE {where} AND {_USABLE}"
+            return f"{select}, true AS usable FROM {MEMORIES} m WHERE {where} AND {_USABLE}"
 
         # Through the match keys, the source's own keys already narrow the rows to it.
         scoped = source.key_filter if lookup else source.condition
         if left_out:
             branches.append(
-                f"({select}, {_USABLE} AS usable FROM project_memories m"
+                f"({select}, {_USABLE} AS usable FROM {MEMORIES} m"
                 f" WHERE {scoped} AND m.active{lookup} AND {matches} LIMIT {SCOPE_POOL})"
             )
         else:
@@ -220,7 +225,7 @@ def candidate_query(
     chosen = (
         f"SELECT {columns}, pool.source, {{tag_match}} AS tag_match, {{rank}} AS text_rank,"
         " m.confidence * m.relevance_score AS quality, pool.usable"
-        " FROM {pool} JOIN project_memories m ON m.id = pool.id"
+        f" FROM {{pool}} JOIN {MEMORIES} m ON m.id = pool.id"
     )
     body = chosen.format(tag_match=pool_match, rank=text_rank, pool="pool") + (
         " WHERE pool.usable"

@@ -67,13 +67,13 @@ class Packed:
 
 def score(candidate: Candidate, weights: Weights) -> Scored:
     parts = {
-        "tagMatch": 1.0 if candidate.tag_match else 0.0,
-        "textRelevance": round(candidate.text_relevance, 6),
+        "tag_match": 1.0 if candidate.tag_match else 0.0,
+        "text_relevance": round(candidate.text_relevance, 6),
         "quality": round(candidate.confidence * candidate.relevance_score, 6),
         "recency": round(candidate.recency, 6),
     }
     total = (
-        weights.text * parts["textRelevance"]
+        weights.text * parts["text_relevance"]
         + weights.quality * parts["quality"]
         + weights.recency * parts["recency"]
     )

@@ -6,7 +6,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -19,6 +19,7 @@ from assembly.budget import Share
 from assembly.metrics import ASSEMBLY_SECONDS, CACHE_REQUESTS
 from assembly.packing import LODS, Packed, Weights, pack, rank
 from assembly.render import PROMPT_PARTS, render_prompt
+from assembly.results import Context, Coverage, Dropped, Item, Metadata, Warning
 from assembly.sources import SOURCES, SourceResult, fetch
 from memories import services as memory_services
 from memories.actors import Actor
@@ -120,7 +121,8 @@ def context_assemble(
     defer: Callable[[Callable[[], None]], None] | None = None,
     identity: str | None = None,
     record: bool = True,
-) -> dict[str, Any]:
+    encode: Callable[[Context], bytes] | None = None,
+) -> Context:
     """Assemble, or serve from the cache, then record what was given: the run's record at
     once (a finished run refuses the request), the access counts through ``defer`` when
     given (e.g. once the response is sent: nothing in it depends on them), else at once.
@@ -128,7 +130,8 @@ def context_assemble(
     nothing: no agent was given it.
 
     ``identity`` names the request in the cache instead of its digest, for a caller that can
-    name a repeat before validating it (see context_replay)."""
+    name a repeat before validating it (see context_replay); ``encode`` gives the answer as
+    that caller sends it, kept with it in the cache for context_replay to send as it is."""
     started = time.perf_counter()
     pool, limit = _validate(project, request)
     write_scope = clean_write_scope(list(request.write_scope))
@@ -148,15 +151,17 @@ def context_assemble(
         lookup = cache.get(project.pk, digest)
         CACHE_REQUESTS.labels("hit" if lookup and lookup.answer else "miss").inc()
     if lookup and lookup.answer:
-        result = json.loads(lookup.answer.body)
-        return _deliver(result, run, cache_hit=True, started=started, defer=defer, record=record)
+        return _deliver(
+            lookup.answer.result, run, cache_hit=True, started=started, defer=defer, record=record
+        )
     result = _assemble(project, request, run, write_scope, pool, limit, started)
-    timed_out = any(w["code"] == "SOURCE_TIMEOUT" for w in result["metadata"]["warnings"])
+    timed_out = any(w.code == "SOURCE_TIMEOUT" for w in result.metadata.warnings)
     if lookup and not timed_out:
         answer = cache.Answer(
-            body=json_bytes(result),
-            given=_given(result),
-            prompt_hash=result["metadata"]["promptHash"],
+            result=result,
+            body=encode(result) if encode else None,
+            given=result.given,
+            prompt_hash=result.metadata.prompt_hash,
         )
         cache.put(project.pk, digest, lookup, answer, cache_seconds)
     return _deliver(result, run, cache_hit=False, started=started, defer=defer, record=record)
@@ -168,17 +173,17 @@ def context_replay(
     identity: str,
     run_id: int | None,
     defer: Callable[[Callable[[], None]], None] | None = None,
-) -> bytes | None:
-    """The answer to a request seen before under ``identity`` (given to context_assemble),
-    as the JSON the API sends: served from the cache without validating the request again
-    (it was valid when it was stored, and the key holds the project's policy) or reading
-    the answer back into objects, and recorded as context_assemble records it; None when
-    the cache has no current answer."""
+) -> tuple[bytes, float] | None:
+    """The answer to a request seen before under ``identity`` (given to context_assemble
+    with an ``encode``), as that caller encoded it, and the milliseconds this took: served
+    from the cache without validating the request again (it was valid when it was stored,
+    and the key holds the project's policy) or decoding the answer, and recorded as
+    context_assemble records it; None when the cache has no current answer."""
     if settings.ASSEMBLY_CACHE_SECONDS <= 0:
         return None
     started = time.perf_counter()
     answer = cache.get(project.pk, identity_digest(identity, project.policy)).answer
-    if answer is None:
+    if answer is None or answer.body is None:
         return None  # context_assemble follows, and counts the miss
     CACHE_REQUESTS.labels("hit").inc()
     run = None
@@ -187,20 +192,8 @@ def context_replay(
         if run is None:  # removed since: the full path says so
             return None
     _record(answer.given, answer.prompt_hash, run, defer)
-    # The stored JSON ends with the metadata object, which ends the answer: the two values
-    # of this response close both.
-    stamp = {"cacheHit": True, "assemblyTimeMs": _elapsed_ms(started)}
     ASSEMBLY_SECONDS.labels("hit").observe(time.perf_counter() - started)
-    return answer.body[:-2] + b"," + json_bytes(stamp)[1:] + b"}"
-
-
-def json_bytes(value: Any) -> bytes:
-    """JSON as the API renders it (compact, UTF-8, no NaN)."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
-
-
-def _given(result: dict[str, Any]) -> list[tuple[int, float]]:
-    return [(item["id"], item["score"]) for item in result["items"]]
+    return answer.body, _elapsed_ms(started)
 
 
 def _elapsed_ms(started: float) -> float:
@@ -212,24 +205,20 @@ def _run(project: Project, run_id: int) -> Run | None:
 
 
 def _deliver(
-    result: dict[str, Any],
+    result: Context,
     run: Run | None,
     *,
     cache_hit: bool,
     started: float,
     defer: Callable[[Callable[[], None]], None] | None,
     record: bool = True,
-) -> dict[str, Any]:
+) -> Context:
     """Record what ``result`` gives (the run, access counts) and stamp its metadata."""
     if record:
-        _record(_given(result), result["metadata"]["promptHash"], run, defer)
-    metadata = {
-        **result["metadata"],
-        "cacheHit": cache_hit,
-        "assemblyTimeMs": _elapsed_ms(started),
-    }
+        _record(result.given, result.metadata.prompt_hash, run, defer)
+    metadata = replace(result.metadata, cache_hit=cache_hit, assembly_time_ms=_elapsed_ms(started))
     ASSEMBLY_SECONDS.labels("hit" if cache_hit else "miss").observe(time.perf_counter() - started)
-    return {**result, "metadata": metadata}
+    return replace(result, metadata=metadata)
 
 
 def _record(
@@ -258,7 +247,7 @@ def _assemble(
     pool: int,
     limit: int,
     started: float,
-) -> dict[str, Any]:
+) -> Context:
     now = timezone.now()
     time_budget = request.time_budget_ms or settings.ASSEMBLY_TIME_BUDGET_MS
     results: list[SourceResult] = []
@@ -301,58 +290,50 @@ def _assemble(
     if request.format == "prompt" and not packed.text:
         needed = count_tokens(render_prompt(request.prompt, ""), request.encoding)
         warnings.append(
-            {
-                "code": "BUDGET_EXCEEDED",
-                "message": f"The prompt's own sections need {needed} tokens; "
+            Warning(
+                "BUDGET_EXCEEDED",
+                f"The prompt's own sections need {needed} tokens; "
                 f"the budget is {pool}. Nothing was returned.",
-            }
+            )
         )
     elif ranked and not packed.chosen:
-        warnings.append({"code": "BUDGET_EXCEEDED", "message": "Not even one memory fits."})
+        warnings.append(Warning("BUDGET_EXCEEDED", "Not even one memory fits."))
     for r in results:
         if r.timed_out:
-            warnings.append(
-                {"code": "SOURCE_TIMEOUT", "message": f"The {r.source} source was too slow."}
-            )
-    excluded = [_excluded(row) for r in results for row in r.left_out]
-    return {
-        "text": packed.text,
-        "items": _items(packed),
-        "dropped": [
-            {"id": s.candidate.id, "source": s.candidate.source, "reason": reason}
-            for s, reason in packed.dropped
+            warnings.append(Warning("SOURCE_TIMEOUT", f"The {r.source} source was too slow."))
+    return Context(
+        text=packed.text,
+        items=_items(packed),
+        dropped=[
+            Dropped(s.candidate.id, s.candidate.source, reason) for s, reason in packed.dropped
         ]
-        + excluded
-        + [
-            {"id": None, "source": r.source, "reason": "source_timeout"}
-            for r in results
-            if r.timed_out
-        ],
-        "metadata": {
-            "totalTokens": packed.total_tokens,
-            "budget": pool,
-            "encoding": request.encoding,
-            "lod": request.lod,
-            "promptHash": hashlib.sha256(packed.text.encode()).hexdigest(),
-            "qualityAchieved": _quality(packed, ranked, limit),
-            "sourceCoverage": _coverage(results, packed),
-            "warnings": warnings,
-        },
-    }
+        + [_excluded(row) for r in results for row in r.left_out]
+        + [Dropped(None, r.source, "source_timeout") for r in results if r.timed_out],
+        metadata=Metadata(
+            total_tokens=packed.total_tokens,
+            budget=pool,
+            encoding=request.encoding,
+            lod=request.lod,
+            prompt_hash=hashlib.sha256(packed.text.encode()).hexdigest(),
+            quality_achieved=_quality(packed, ranked, limit),
+            source_coverage=_coverage(results, packed),
+            warnings=warnings,
+        ),
+    )
 
 
-def _items(packed: Packed) -> list[dict[str, Any]]:
+def _items(packed: Packed) -> list[Item]:
     return [
-        {
-            "id": c.scored.candidate.id,
-            "source": c.scored.candidate.source,
-            "type": c.scored.candidate.type,
-            "rank": c.rank,
-            "detail": c.detail,
-            "tokens": c.tokens,
-            "score": c.scored.score,
-            "scoreParts": c.scored.parts,
-        }
+        Item(
+            id=c.scored.candidate.id,
+            source=c.scored.candidate.source,
+            type=c.scored.candidate.type,
+            rank=c.rank,
+            detail=c.detail,
+            tokens=c.tokens,
+            score=c.scored.score,
+            score_parts=c.scored.parts,
+        )
         for c in packed.chosen
     ]
 
@@ -361,7 +342,7 @@ def _quality(packed: Packed, ranked: Sequence[Any], limit: int) -> float:
     """How much of the ideal selection (the best ``limit`` candidates) the budget allowed."""
 
     def value(scored: Any) -> float:
-        return scored.parts["tagMatch"] + scored.score
+        return scored.parts["tag_match"] + scored.score
 
     ideal = sum(value(s) for s in ranked[:limit])
     if ideal <= 0:
@@ -369,22 +350,22 @@ def _quality(packed: Packed, ranked: Sequence[Any], limit: int) -> float:
     return round(min(1.0, sum(value(c.scored) for c in packed.chosen) / ideal), 4)
 
 
-def _coverage(results: Sequence[SourceResult], packed: Packed) -> dict[str, Any]:
+def _coverage(results: Sequence[SourceResult], packed: Packed) -> dict[str, Coverage]:
     coverage = {}
     for r in results:
         chosen = [c for c in packed.chosen if c.scored.candidate.source == r.source]
-        coverage[r.source] = {
-            "candidates": len(r.candidates),
-            "chosen": len(chosen),
-            "tokens": sum(c.tokens for c in chosen),
-            "allocated": packed.allocation.get(r.source, 0),
-            "latencyMs": round(r.latency_ms, 2),
-            "timedOut": r.timed_out,
-        }
+        coverage[r.source] = Coverage(
+            candidates=len(r.candidates),
+            chosen=len(chosen),
+            tokens=sum(c.tokens for c in chosen),
+            allocated=packed.allocation.get(r.source, 0),
+            latency_ms=round(r.latency_ms, 2),
+            timed_out=r.timed_out,
+        )
     return coverage
 
 
-def _excluded(row: dict[str, Any]) -> dict[str, Any]:
+def _excluded(row: dict[str, Any]) -> Dropped:
     """A memory that matches the task but that the rules leave out, and why."""
     reason = "expired" if row["expired"] else "below_confidence"
-    return {"id": row["id"], "source": "project", "reason": reason}
+    return Dropped(row["id"], "project", reason)

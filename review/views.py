@@ -10,6 +10,7 @@ messages, swapped out of band.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from django.contrib import messages
@@ -196,8 +197,8 @@ def preview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             for field, problems in error.message_dict.items():
                 form.add_error(field if field in form.fields else None, problems)
         else:
-            ids = [item["id"] for item in result["items"]]
-            ids += [row["id"] for row in result["dropped"] if row["id"] is not None]
+            ids = [item.id for item in result.items]
+            ids += [row.id for row in result.dropped if row.id is not None]
             memories = Memory.objects.only("id", "type", "content", "confidence").in_bulk(ids)
     return render(
         request,
@@ -206,8 +207,8 @@ def preview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             "project": project,
             "form": form,
             "result": result,
-            "chosen": _with_memories(result["items"] if result else [], memories),
-            "dropped": _with_memories(result["dropped"] if result else [], memories),
+            "chosen": _with_memories(result.items if result else [], memories),
+            "dropped": _with_memories(result.dropped if result else [], memories),
         },
     )
 
@@ -343,8 +344,18 @@ def _count(items: Iterable[object]) -> str:
     return f"{count} memor{'y' if count == 1 else 'ies'}"
 
 
-def _with_memories(rows: list[dict[str, Any]], memories: dict[int, Memory]) -> list[dict[str, Any]]:
-    return [{**row, "memory": memories.get(row["id"])} for row in rows]
+def _with_memories(rows: Sequence[Any], memories: dict[int, Memory]) -> list[dict[str, Any]]:
+    """Each chosen or dropped row of an assembly, with the memory it names and the names of
+    its score parts in words (for the page)."""
+    shown = []
+    for row in rows:
+        fields = asdict(row)
+        if "score_parts" in fields:
+            fields["score_parts"] = {
+                name.replace("_", " "): value for name, value in fields["score_parts"].items()
+            }
+        shown.append({**fields, "memory": memories.get(row.id)})
+    return shown
 
 
 def _chart(points: Sequence[tuple[Any, float]], width: int = 600, height: int = 80) -> str:

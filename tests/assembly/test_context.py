@@ -31,30 +31,30 @@ def test_section_lists_tag_matches_first_one_line_each(project, make_memory):
         content="Full test suite required\nwhen modifying src/core/.", relevance_score=0.2,
     )  # fmt: skip
     result = assemble(project, write_scope=("src/core/models.py",))
-    assert result["text"] == (
+    assert result.text == (
         "## Memories\n"
         "- [warning] Full test suite required when modifying src/core/.\n"
         "- [pattern] Keep views thin."
     )
-    assert result["metadata"]["totalTokens"] == count_tokens(result["text"], "o200k_base")
-    first = result["items"][0]
-    assert (first["rank"], first["source"], first["scoreParts"]["tagMatch"]) == (1, "project", 1.0)
+    assert result.metadata.total_tokens == count_tokens(result.text, "o200k_base")
+    first = result.items[0]
+    assert (first.rank, first.source, first.score_parts["tag_match"]) == (1, "project", 1.0)
 
 
 def test_the_budget_is_never_exceeded_and_drops_say_why(project, make_memory):
     for index in range(8):
         make_memory(project=project, content=f"Memory {index}: " + "words " * 30)
     result = assemble(project, token_budget=120, response_reserve=20, lod="atomic")
-    assert count_tokens(result["text"], "o200k_base") <= 100
-    assert result["items"]
-    assert {d["reason"] for d in result["dropped"]} == {"budget"}
+    assert count_tokens(result.text, "o200k_base") <= 100
+    assert result.items
+    assert {d.reason for d in result.dropped} == {"budget"}
 
 
 def test_limit_defaults_to_the_policy(project, make_memory):
     for index in range(12):
         make_memory(project=project, content=f"short {index}")
-    assert len(assemble(project)["items"]) == 10
-    assert len(assemble(project, limit=3)["items"]) == 3
+    assert len(assemble(project).items) == 10
+    assert len(assemble(project, limit=3).items) == 3
 
 
 def test_selection_rules_and_the_reasons_for_left_out_matches(project, make_memory):
@@ -66,8 +66,8 @@ def test_selection_rules_and_the_reasons_for_left_out_matches(project, make_memo
     off = make_memory(project=project, tags=["src/**"], content="off")
     Memory.objects.filter(pk=off.pk).update(active=False)
     result = assemble(project, write_scope=("src/a.py",))
-    assert [item["id"] for item in result["items"]] == [kept.pk]
-    reasons = {d["id"]: d["reason"] for d in result["dropped"]}
+    assert [item.id for item in result.items] == [kept.pk]
+    reasons = {d.id: d.reason for d in result.dropped}
     assert reasons == {low.pk: "below_confidence", old.pk: "expired"}
 
 
@@ -75,8 +75,8 @@ def test_intent_relevance_ranks_matching_memories_higher(project, make_memory):
     make_memory(project=project, content="Deploys happen on Tuesday.")
     migration = make_memory(project=project, content="Migrations lock the events table.")
     result = assemble(project, intent="add a migration to the events table")
-    assert result["items"][0]["id"] == migration.pk
-    assert result["items"][0]["scoreParts"]["textRelevance"] > 0
+    assert result.items[0].id == migration.pk
+    assert result.items[0].score_parts["text_relevance"] > 0
 
 
 def test_sources_global_project_and_run(project, make_memory, make_run, reviewer_actor):
@@ -88,24 +88,24 @@ def test_sources_global_project_and_run(project, make_memory, make_run, reviewer
     )
     services.memory_approve(memory=shared, actor=reviewer_actor)
     everything = assemble(project, run_id=run.pk)
-    assert {i["id"]: i["source"] for i in everything["items"]} == {
+    assert {i.id: i.source for i in everything.items} == {
         own.pk: "project", scratch.pk: "run", shared.pk: "global",
     }  # fmt: skip
     only_project = assemble(project, sources=("project",))
-    assert [i["id"] for i in only_project["items"]] == [own.pk]
-    coverage = everything["metadata"]["sourceCoverage"]
+    assert [i.id for i in only_project.items] == [own.pk]
+    coverage = everything.metadata.source_coverage
     # The shares add up to the budget less the section's heading.
-    budget = everything["metadata"]["budget"]
-    assert budget - 10 < sum(c["allocated"] for c in coverage.values()) < budget
+    budget = everything.metadata.budget
+    assert budget - 10 < sum(c.allocated for c in coverage.values()) < budget
 
 
 def test_levels_of_detail(project, make_memory):
     make_memory(project=project, content="First sentence. " + "More detail here. " * 10)
     macro = assemble(project, lod="macro")
     atomic = assemble(project, lod="atomic")
-    assert macro["text"] == "## Memories\n- [pattern] First sentence."
-    assert "More detail here." in atomic["text"]
-    assert macro["items"][0]["detail"] == "macro"
+    assert macro.text == "## Memories\n- [pattern] First sentence."
+    assert "More detail here." in atomic.text
+    assert macro.items[0].detail == "macro"
 
 
 def test_same_memories_and_request_give_byte_identical_text(project, make_memory, settings):
@@ -117,10 +117,10 @@ def test_same_memories_and_request_give_byte_identical_text(project, make_memory
 
     caches["assembly"].clear()
     second = assemble(project, write_scope=("src/a.py",), intent="memory")
-    assert second["metadata"]["cacheHit"] is False
-    assert (first["text"], first["metadata"]["promptHash"]) == (
-        second["text"],
-        second["metadata"]["promptHash"],
+    assert second.metadata.cache_hit is False
+    assert (first.text, first.metadata.prompt_hash) == (
+        second.text,
+        second.metadata.prompt_hash,
     )
 
 
@@ -129,9 +129,9 @@ def test_run_records_what_it_was_given_and_its_outcome_moves_it(project, make_me
     run = make_run(project=project)
     result = assemble(project, run_id=run.pk)
     run.refresh_from_db()
-    assert run.prompt_hash == result["metadata"]["promptHash"]
+    assert run.prompt_hash == result.metadata.prompt_hash
     given = list(run.given.order_by("rank").values_list("memory_id", "rank"))
-    assert given == [(item["id"], item["rank"]) for item in result["items"]]
+    assert given == [(item.id, item.rank) for item in result.items]
     services.run_record_outcome(run=run, outcome="succeeded", actor=SYSTEM)
     assert {Memory.objects.get(pk=m.pk).confidence for m in memories} == {0.6}
 
@@ -154,7 +154,7 @@ def test_over_the_api_access_is_counted_once_the_response_is_sent(project, make_
         actor=SYSTEM,
         defer=then.append,
     )
-    assert [item["id"] for item in result["items"]] == [memory.pk]
+    assert [item.id for item in result.items] == [memory.pk]
     memory.refresh_from_db()
     assert memory.access_count == 0  # handed over, not yet run
     then[0]()
@@ -169,116 +169,26 @@ def test_over_the_api_access_is_counted_once_the_response_is_sent(project, make_
     assert memory.access_count == 2
 
 
-def test_work_after_the_response_that_fails_is_logged_not_raised(caplog):
-    from api.responses import ThenResponse
-
-    ran = []
-
-    def broken():
-        raise RuntimeError("database went away")
-
-    response = ThenResponse({}, then=[broken, lambda: ran.append(True)])
-    response.close()
-    assert ran == [True]
-    assert "Work after the response failed" in caplog.text
-
-
 def test_cache_hit_until_a_memory_changes(project, make_memory, django_capture_on_commit_callbacks):
     memory = make_memory(project=project, content="cached")
-    assert assemble(project)["metadata"]["cacheHit"] is False
-    assert assemble(project)["metadata"]["cacheHit"] is True
+    assert assemble(project).metadata.cache_hit is False
+    assert assemble(project).metadata.cache_hit is True
     with django_capture_on_commit_callbacks(execute=True):
         services.memory_update(memory=memory, actor=SYSTEM, content="changed")
     again = assemble(project)
-    assert again["metadata"]["cacheHit"] is False
-    assert "changed" in again["text"]
-
-
-def test_an_api_repeat_is_answered_from_the_cache_before_validation(
-    project, make_memory, make_run, monkeypatch, django_capture_on_commit_callbacks
-):
-    from api import context
-
-    memory = make_memory(project=project, content="Replayed.")
-    run = make_run(project=project)
-    agent = client_with_key(project)
-    body = {"tokenBudget": 500, "intent": "replay", "runId": run.pk}
-    first = agent.post(url(project, "context"), body, format="json").json()
-    assert first["metadata"]["cacheHit"] is False
-
-    def never(*args, **kwargs):
-        raise AssertionError("a repeat was validated again")
-
-    monkeypatch.setattr(context.ContextIn, "is_valid", never)
-    # Keys in another order are the same request.
-    again = agent.post(url(project, "context"), dict(reversed(body.items())), format="json")
-    assert again.status_code == 200
-    assert again["Content-Type"] == "application/json"
-    repeat = again.json()
-    assert repeat["metadata"]["cacheHit"] is True
-    assert list(repeat["metadata"])[-2:] == ["cacheHit", "assemblyTimeMs"]
-    for answer in (first, repeat):
-        del answer["metadata"]["cacheHit"], answer["metadata"]["assemblyTimeMs"]
-    assert repeat == first
-    # Recorded as an assembly records: the run was given it, and the access counted.
-    assert list(run.given.values_list("memory_id", flat=True)) == [memory.pk]
-    memory.refresh_from_db()
-    assert memory.access_count == 2
-    # A finished run refuses a repeat as it refuses the first request.
-    services.run_record_outcome(run=run, outcome="succeeded", actor=SYSTEM)
-    assert agent.post(url(project, "context"), body, format="json").status_code == 409
-    # A write makes the repeat a new assembly (and validates it).
-    monkeypatch.undo()
-    with django_capture_on_commit_callbacks(execute=True):
-        services.memory_update(memory=memory, actor=SYSTEM, content="Changed.")
-    fresh = agent.post(url(project, "context"), {**body, "runId": None}, format="json").json()
-    assert fresh["metadata"]["cacheHit"] is False
-    assert "Changed." in fresh["text"]
-
-
-def test_a_repeat_names_its_run_only_when_the_run_is_a_source(project, make_memory, make_run):
-    make_memory(project=project)
-    agent = client_with_key(project)
-    runs = [make_run(project=project) for _ in range(2)]
-    without_run = {"tokenBudget": 500, "sources": ["project", "global"]}
-    hits = [
-        agent.post(url(project, "context"), {**without_run, "runId": run.pk}, format="json").json()[
-            "metadata"
-        ]["cacheHit"]
-        for run in runs
-    ]
-    assert hits == [False, True]
-    assert all(run.given.count() == 1 for run in runs)
-    with_run = [
-        agent.post(
-            url(project, "context"), {"tokenBudget": 500, "runId": run.pk}, format="json"
-        ).json()["metadata"]["cacheHit"]
-        for run in runs
-    ]
-    assert with_run == [False, False]  # each run's own memories are part of the answer
-
-
-def test_a_repeat_naming_a_run_removed_since_is_refused(project, make_memory, make_run):
-    make_memory(project=project)
-    run = make_run(project=project)
-    agent = client_with_key(project)
-    body = {"tokenBudget": 500, "runId": run.pk}
-    assert agent.post(url(project, "context"), body, format="json").status_code == 200
-    Run.objects.filter(pk=run.pk).delete()
-    response = agent.post(url(project, "context"), body, format="json")
-    assert response.status_code == 400
-    assert "runId" in response.json()["error"]["fields"]
+    assert again.metadata.cache_hit is False
+    assert "changed" in again.text
 
 
 def test_an_edited_policy_is_not_served_from_the_cache(project, make_memory):
     make_memory(project=project, content="Kept until the policy asks for more.")
-    assert assemble(project)["items"]
+    assert assemble(project).items
     policy = project.policy
     policy.min_confidence = 0.99
     policy.save()
     again = assemble(project)
-    assert again["metadata"]["cacheHit"] is False
-    assert again["items"] == []
+    assert again.metadata.cache_hit is False
+    assert again.items == []
 
 
 def test_a_result_assembled_across_a_write_is_never_served(
@@ -298,11 +208,11 @@ def test_a_result_assembled_across_a_write_is_never_served(
         return result
 
     monkeypatch.setattr(assembly_services, "_assemble", assemble_while_someone_writes)
-    assert "before" in assemble(project)["text"]
+    assert "before" in assemble(project).text
     monkeypatch.setattr(assembly_services, "_assemble", real_assemble)
     again = assemble(project)
-    assert again["metadata"]["cacheHit"] is False
-    assert "after" in again["text"]
+    assert again.metadata.cache_hit is False
+    assert "after" in again.text
 
 
 def test_assembly_runs_a_fixed_number_of_queries(
@@ -333,7 +243,7 @@ def test_prompt_format_places_memories_between_read_first_and_constraints(projec
         project, format="prompt",
         prompt={"role": "Engineer", "readFirst": "README.md", "constraints": "No new deps."},
     )  # fmt: skip
-    assert result["text"] == (
+    assert result.text == (
         "## Role\nEngineer\n\n## Read First\nREADME.md\n\n"
         "## Memories\n- [pattern] Remember me.\n\n## Constraints\nNo new deps."
     )
@@ -342,66 +252,8 @@ def test_prompt_format_places_memories_between_read_first_and_constraints(projec
 def test_budget_exceeded_when_not_one_memory_fits(project, make_memory):
     make_memory(project=project, content="word " * 200)
     result = assemble(project, token_budget=5, lod="atomic")
-    assert result["text"] == ""
-    assert [w["code"] for w in result["metadata"]["warnings"]] == ["BUDGET_EXCEEDED"]
-
-
-# --- over the API -------------------------------------------------------------------------
-
-
-def test_context_endpoint(project, make_memory, make_run):
-    agent = client_with_key(project)
-    make_memory(project=project, tags=["src/core/**"], content="Run the full suite.")
-    run = make_run(project=project)
-    body = {
-        "writeScope": ["src/core/db.py"],
-        "intent": "fix the database layer",
-        "tokenBudget": 200,
-        "responseReserve": 50,
-        "runId": run.pk,
-        "encoding": "cl100k_base",
-        "lod": "atomic",
-    }
-    response = agent.post(url(project, "context"), body, format="json")
-    assert response.status_code == 200, response.json()
-    out = response.json()
-    assert out["text"] == "## Memories\n- [pattern] Run the full suite."
-    assert out["metadata"]["totalTokens"] == count_tokens(out["text"], "cl100k_base") <= 150
-    assert out["metadata"]["budget"] == 150
-    assert out["metadata"]["cacheHit"] is False
-
-
-@pytest.mark.parametrize(
-    ("change", "field"),
-    [
-        ({"tokenBudget": 0}, "tokenBudget"),
-        ({"responseReserve": 100}, "responseReserve"),
-        ({"lod": "huge"}, "lod"),
-        ({"encoding": "p50k_base"}, "encoding"),
-        ({"sources": ["elsewhere"]}, "sources[0]"),
-        ({"sources": []}, "sources"),
-        ({"shares": {"run": {"fixed": 10, "auto": 1}}}, "shares.run.nonFieldErrors"),
-        ({"runId": 999999}, "runId"),
-        ({"extra": 1}, "extra"),
-    ],
-)
-def test_context_input_errors(project, change, field):
-    agent = client_with_key(project)
-    response = agent.post(url(project, "context"), {"tokenBudget": 100, **change}, format="json")
-    assert response.status_code == 400, response.json()
-    assert field in response.json()["error"]["fields"], response.json()
-
-
-def test_a_finished_run_cannot_be_given_more(project, make_memory, make_run):
-    agent = client_with_key(project)
-    make_memory(project=project)
-    run = make_run(project=project)
-    services.run_record_outcome(run=run, outcome="failed", actor=SYSTEM)
-    response = agent.post(
-        url(project, "context"), {"tokenBudget": 100, "runId": run.pk}, format="json"
-    )
-    assert response.status_code == 409
-    assert Memory.objects.get().access_count == 0  # the refused request recorded nothing
+    assert result.text == ""
+    assert [w.code for w in result.metadata.warnings] == ["BUDGET_EXCEEDED"]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -427,16 +279,16 @@ def test_a_slow_source_is_cut_off_with_source_timeout(project, make_memory):
     with connection.cursor() as cursor:
         cursor.execute("SHOW statement_timeout")
         assert cursor.fetchone() == (default_timeout,)
-    codes = [w["code"] for w in result["metadata"]["warnings"]]
+    codes = [w.code for w in result.metadata.warnings]
     assert codes.count("SOURCE_TIMEOUT") >= 1
-    assert result["text"] == ""
-    assert result["metadata"]["sourceCoverage"]["project"]["timedOut"] is True
+    assert result.text == ""
+    assert result.metadata.source_coverage["project"].timed_out is True
 
 
 def test_a_prompt_whose_own_sections_do_not_fit_returns_nothing_and_says_why(project, make_memory):
     make_memory(project=project)
     result = assemble(project, token_budget=10, format="prompt", prompt={"task": "word " * 50})
-    assert result["text"] == ""
-    (warning,) = result["metadata"]["warnings"]
-    assert warning["code"] == "BUDGET_EXCEEDED"
-    assert "the budget is 10" in warning["message"]
+    assert result.text == ""
+    (warning,) = result.metadata.warnings
+    assert warning.code == "BUDGET_EXCEEDED"
+    assert "the budget is 10" in warning.message

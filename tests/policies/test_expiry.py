@@ -77,10 +77,10 @@ def test_an_expiry_makes_cached_context_stale(
     (memory,) = expiring(make_memory, project, 1, days=1)
     request = ContextRequest(token_budget=500)
     actor = Actor.system("tests")
-    assert context_assemble(project=project, request=request, actor=actor)["items"]
+    assert context_assemble(project=project, request=request, actor=actor).items
     Memory.objects.filter(pk=memory.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     with django_capture_on_commit_callbacks(execute=True):
         expire_memories()
     again = context_assemble(project=project, request=request, actor=actor)
-    assert again["metadata"]["cacheHit"] is False
-    assert again["items"] == []
+    assert again.metadata.cache_hit is False
+    assert again.items == []

@@ -537,11 +537,11 @@ def test_preview_shows_what_the_agent_would_get_and_records_nothing(
 
     assert response.status_code == 200
     result = response.context["result"]
-    assert result["text"].startswith("## Memories\n- [warning] Full test suite required")
-    assert result["metadata"]["totalTokens"] <= 40
-    assert rule.pk in [item["id"] for item in result["items"]]
+    assert result.text.startswith("## Memories\n- [warning] Full test suite required")
+    assert result.metadata.total_tokens <= 40
+    assert rule.pk in [item.id for item in result.items]
     assert "Full test suite required" in response.text
-    assert str(result["metadata"]["totalTokens"]) in response.text
+    assert str(result.metadata.total_tokens) in response.text
     rule.refresh_from_db()
     assert rule.access_count == 0
     assert not rule.given_to.exists()

@@ -1,0 +1,76 @@
+"""What an assembly answers, as plain data: the front ends render it (the API as camelCase
+JSON, the review pages as HTML)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Item:
+    """A memory given, at ``rank``, in ``detail``, costing ``tokens``; ``score_parts`` are the
+    parts of its ``score``."""
+
+    id: int
+    source: str
+    type: str
+    rank: int
+    detail: str
+    tokens: int
+    score: float
+    score_parts: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A candidate not given, and why (``id`` None: a whole source that timed out)."""
+
+    id: int | None
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Warning:
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What one source offered and was given."""
+
+    candidates: int
+    chosen: int
+    tokens: int
+    allocated: int
+    latency_ms: float
+    timed_out: bool
+
+
+@dataclass(frozen=True)
+class Metadata:
+    total_tokens: int
+    budget: int
+    encoding: str
+    lod: str
+    prompt_hash: str
+    quality_achieved: float
+    source_coverage: dict[str, Coverage]
+    warnings: list[Warning]
+    # Per response: whether the cache answered, and how long the answer took.
+    cache_hit: bool = False
+    assembly_time_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Context:
+    text: str
+    items: list[Item]
+    dropped: list[Dropped]
+    metadata: Metadata
+
+    @property
+    def given(self) -> list[tuple[int, float]]:
+        """What a run is recorded as given: (memory id, score), best first."""
+        return [(item.id, item.score) for item in self.items]
