@@ -100,7 +100,7 @@ def test_an_evicted_memory_is_restored_through_the_api(project, agent, make_memo
 
 
 def test_a_compressed_memory_gets_its_original_back_through_the_api(project, agent, make_memory):
-    from tests.policies.test_lifecycle import LONG
+    from tests.policies.test_compression import LONG
 
     memory = make_memory(project=project, content=LONG)
     assert agent.post(url(project, "memories", memory.pk, "restore-content")).status_code == 409
