@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from api.access import project_or_404
 from api.auth import actor_for
+from api.common import PROJECT_PARAM, WRITE_ERRORS, errors
 from api.fields import (
     StrictCharField,
     StrictChoiceField,
@@ -22,7 +23,6 @@ from api.fields import (
     StrictIntegerField,
 )
 from api.responses import ThenJSONResponse, ThenResponse
-from api.views import PROJECT_PARAM, WRITE_ERRORS, errors
 from assembly.budget import Share
 from assembly.packing import LODS
 from assembly.render import PROMPT_PARTS

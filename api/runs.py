@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from api import serializers as s
 from api.access import project_or_404, require_perm
 from api.auth import actor_for
-from api.views import PROJECT_PARAM, RUN_PARAM, WRITE_ERRORS, _created, _valid, errors
+from api.common import PROJECT_PARAM, RUN_PARAM, WRITE_ERRORS, created_response, errors, valid
 from memories import services
 from memories.models import Project, Run
 
@@ -31,7 +31,7 @@ class RunCreate(APIView):
     def post(self, request: Request, project: str) -> Response:
         target = project_or_404(request, project)
         require_perm(request, "memories.add_run", "start runs")
-        data = _valid(s.RunCreateIn, request.data)
+        data = valid(s.RunCreateIn, request.data)
         run, created = services.run_start(
             project=target,
             external_id=data["externalId"],
@@ -41,7 +41,7 @@ class RunCreate(APIView):
         )
         if not created:
             return Response(s.run_out(run), status=status.HTTP_200_OK)
-        return _created(s.run_out(run), "api:run", project=target.slug, run_id=run.pk)
+        return created_response(s.run_out(run), "api:run", project=target.slug, run_id=run.pk)
 
 
 def _run_or_404(project: Project, run_id: int) -> Run:
@@ -81,7 +81,7 @@ class RunOutcome(APIView):
     def post(self, request: Request, project: str, run_id: int) -> Response:
         run = _run_or_404(project_or_404(request, project), run_id)
         require_perm(request, "memories.change_run", "report outcomes")
-        data = _valid(s.OutcomeIn, request.data)
+        data = valid(s.OutcomeIn, request.data)
         result = services.run_record_outcome(
             run=run, outcome=data["outcome"], actor=actor_for(request)
         )

@@ -1,12 +1,11 @@
-"""The REST API: projects, memories and their history, global memories, the export, and
-what every endpoint shares (its OpenAPI parameters and error responses, input validation,
-201 with a Location). Runs are in api/runs.py, /changes in api/changes.py, /context in
-api/context.py. Views parse, check access, call one service and render; nothing else."""
+"""The REST API: projects, memories and their history, global memories, the export. Runs
+are in api/runs.py, /changes in api/changes.py, /context in api/context.py, what every
+endpoint shares in api/common.py. Views parse, check access, call one service and render;
+nothing else."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from django.contrib.postgres.aggregates import JSONBAgg
 from django.db.models import F, Q, QuerySet
@@ -14,13 +13,12 @@ from django.db.models.functions import JSONObject
 from django.http import StreamingHttpResponse
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from api import serializers as s
@@ -32,44 +30,21 @@ from api.access import (
     require_perm,
 )
 from api.auth import actor_for, api_key_of
+from api.common import (
+    IDEMPOTENCY_PARAM,
+    MEMORY_PARAM,
+    PROJECT_PARAM,
+    WRITE_ERRORS,
+    created_response,
+    errors,
+    valid,
+)
 from api.errors import ConflictError
 from api.filters import CamelOrderingFilter, MemoryFilter
-from api.idempotency import HEADER as IDEMPOTENCY_HEADER
-from api.idempotency import KEY_PATTERN as IDEMPOTENCY_KEY_PATTERN
 from api.idempotency import idempotent
 from api.pagination import EventPagination, MemoryPagination
 from memories import selectors, services
 from memories.models import Memory, Project, Run, Scope, Source
-
-PROJECT_PARAM = OpenApiParameter(
-    "project", OpenApiTypes.STR, OpenApiParameter.PATH, description="Project id or slug."
-)
-MEMORY_PARAM = OpenApiParameter("memory_id", OpenApiTypes.INT, OpenApiParameter.PATH)
-RUN_PARAM = OpenApiParameter("run_id", OpenApiTypes.INT, OpenApiParameter.PATH)
-IDEMPOTENCY_PARAM = OpenApiParameter(
-    IDEMPOTENCY_HEADER,
-    {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN},
-    OpenApiParameter.HEADER,
-    description="A retry with the same key and body replays the first response.",
-)
-
-
-def errors(*codes: int) -> dict[int, OpenApiResponse]:
-    described = {
-        400: "Invalid input: see `error.fields`.",
-        401: "No or unknown API key / not signed in.",
-        403: "Not allowed for this caller.",
-        404: "Not found (or not visible to this caller).",
-        409: "Conflicts with the stored state.",
-        413: "Request body too large.",
-        415: "Send JSON.",
-        429: "Too many requests for this key.",
-    }
-    wanted = {401, 404, 429, *codes}
-    return {code: OpenApiResponse(s.ErrorOut, description=described[code]) for code in wanted}
-
-
-WRITE_ERRORS = (400, 403, 413, 415)
 
 
 def _memories(project: Project) -> QuerySet[Memory]:
@@ -138,7 +113,7 @@ class MemoryListCreate(generics.GenericAPIView):
         return idempotent(request, target, lambda: self._create(request, target))
 
     def _create(self, request: Request, project: Project) -> Response:
-        data = _valid(s.MemoryCreateIn, request.data)
+        data = valid(s.MemoryCreateIn, request.data)
         _check_source(request, data["source"])
         source_run = None
         if data["sourceRunId"] is not None:
@@ -159,22 +134,9 @@ class MemoryListCreate(generics.GenericAPIView):
             actor=actor_for(request),
             **optional,
         )
-        return _created(
+        return created_response(
             s.memory_out(memory), "api:memory", project=project.slug, memory_id=memory.pk
         )
-
-
-def _created(body: dict[str, Any], route: str, **kwargs: Any) -> Response:
-    """201 with the new resource's address in ``Location``."""
-    return Response(
-        body, status=status.HTTP_201_CREATED, headers={"Location": reverse(route, kwargs=kwargs)}
-    )
-
-
-def _valid(serializer_class: type[s.StrictInput], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 class MemoryDetail(APIView):
@@ -195,7 +157,7 @@ class MemoryDetail(APIView):
         target = project_or_404(request, project)
         memory = project_memory_or_404(target, memory_id)
         require_perm(request, "memories.change_memory", "change memories")
-        data = _valid(s.MemoryUpdateIn, request.data)
+        data = valid(s.MemoryUpdateIn, request.data)
         names = {"relevanceScore": "relevance_score", "expiresAt": "expires_at"}
         changes = {names.get(k, k): v for k, v in data.items() if k != "reason"}
         if not changes:
@@ -243,7 +205,7 @@ class MemoryReject(APIView):
     def patch(self, request: Request, project: str, memory_id: int) -> Response:
         target = project_or_404(request, project)
         memory = project_memory_or_404(target, memory_id)
-        data = _valid(s.RejectIn, request.data or {})
+        data = valid(s.RejectIn, request.data or {})
         services.memory_reject(memory=memory, actor=actor_for(request), reason=data["reason"])
         return Response(s.memory_out(project_memory_or_404(target, memory_id)))
 
@@ -330,7 +292,7 @@ class GlobalMemories(generics.GenericAPIView):
         summary="Propose a global memory (inactive until a reviewer approves it)",
     )
     def post(self, request: Request) -> Response:
-        data = _valid(s.GlobalMemoryCreateIn, request.data)
+        data = valid(s.GlobalMemoryCreateIn, request.data)
         _check_source(request, data["source"])
         memory = services.memory_create(
             project=None,
@@ -342,7 +304,7 @@ class GlobalMemories(generics.GenericAPIView):
             summary=data.get("summary"),
             actor=actor_for(request),
         )
-        return _created(s.memory_out(memory), "api:global-memory", memory_id=memory.pk)
+        return created_response(s.memory_out(memory), "api:global-memory", memory_id=memory.pk)
 
 
 class GlobalMemoryDetail(APIView):
@@ -373,7 +335,7 @@ class GlobalMemoryReject(APIView):
     )
     def patch(self, request: Request, memory_id: int) -> Response:
         memory = global_memory_or_404(memory_id)
-        data = _valid(s.RejectIn, request.data or {})
+        data = valid(s.RejectIn, request.data or {})
         services.memory_reject(memory=memory, actor=actor_for(request), reason=data["reason"])
         return Response(s.memory_out(global_memory_or_404(memory_id)))
 
