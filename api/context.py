@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict
+from functools import cache
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
@@ -22,7 +22,7 @@ from api.fields import (
     StrictInput,
     StrictIntegerField,
 )
-from api.responses import ThenJSONResponse, ThenResponse
+from api.responses import ThenJSONResponse
 from assembly.budget import Share
 from assembly.packing import LODS
 from assembly.render import PROMPT_PARTS
@@ -170,7 +170,7 @@ class ContextView(APIView):
         responses={200: ContextOut, **errors(*WRITE_ERRORS, 409)},
         summary="Assemble the memories for a task into a token budget",
     )
-    def post(self, request: Request, project: str) -> ThenResponse | ThenJSONResponse:
+    def post(self, request: Request, project: str) -> ThenJSONResponse:
         target = project_or_404(request, project)
         then: list[Callable[[], None]] = []
         identity = _identity(request.data)
@@ -206,7 +206,7 @@ class ContextView(APIView):
             identity=None if identity is None else identity[0],
             encode=stored_body,
         )
-        return ThenResponse(context_json(result), then=then)
+        return ThenJSONResponse(json_bytes(context_json(result)), then=then)
 
 
 # --- the wire format -----------------------------------------------------------------------------
@@ -217,7 +217,9 @@ def json_bytes(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
 
 
+@cache
 def camel(name: str) -> str:
+    """A snake_case name of plain data as the API spells it (remembered: few names)."""
     head, *rest = name.split("_")
     return head + "".join(word.capitalize() for word in rest)
 
@@ -234,10 +236,17 @@ def context_json(result: Context, *, stamp: bool = True) -> dict[str, Any]:
         "promptHash": meta.prompt_hash,
         "qualityAchieved": meta.quality_achieved,
         "sourceCoverage": {
-            source: {camel(name): value for name, value in asdict(coverage).items()}
+            source: {
+                "candidates": coverage.candidates,
+                "chosen": coverage.chosen,
+                "tokens": coverage.tokens,
+                "allocated": coverage.allocated,
+                "latencyMs": coverage.latency_ms,
+                "timedOut": coverage.timed_out,
+            }
             for source, coverage in meta.source_coverage.items()
         },
-        "warnings": [asdict(warning) for warning in meta.warnings],
+        "warnings": [{"code": w.code, "message": w.message} for w in meta.warnings],
     }
     if stamp:
         metadata |= {"cacheHit": meta.cache_hit, "assemblyTimeMs": meta.assembly_time_ms}
@@ -256,7 +265,7 @@ def context_json(result: Context, *, stamp: bool = True) -> dict[str, Any]:
             }
             for item in result.items
         ],
-        "dropped": [asdict(dropped) for dropped in result.dropped],
+        "dropped": [{"id": d.id, "source": d.source, "reason": d.reason} for d in result.dropped],
         "metadata": metadata,
     }
 

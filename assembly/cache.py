@@ -72,11 +72,11 @@ def on_memories_changed(*, change: MemoriesChanged, **kwargs: Any) -> None:
 
 @dataclass(frozen=True)
 class Answer:
-    """A cached assembly: the result, the caller's encoding of it (the API's JSON without
-    the per-response metadata that ends it) when it gave one, and what recording a repeat
-    needs without reading either."""
+    """A cached assembly: the result, or the caller's encoding of it when it gave one (the
+    API's JSON without the per-response metadata that ends it: a repeat is sent as it is,
+    never decoded), and what recording a repeat needs without reading either."""
 
-    result: Context
+    result: Context | None
     body: bytes | None
     given: list[tuple[int, float]]
     prompt_hash: str
@@ -91,8 +91,13 @@ class Lookup:
     versions: tuple[str, str]
 
 
+# The shape of a stored Answer: a new shape is a new key, so processes of two releases that
+# share the cache (a rolling deploy) never read each other's entries.
+ENTRY_FORMAT = 2
+
+
 def _entry_key(project_id: int, digest: str) -> str:
-    return f"context:{project_id}:{digest}"
+    return f"context:{ENTRY_FORMAT}:{project_id}:{digest}"
 
 
 def get(project_id: int, digest: str) -> Lookup:
@@ -108,8 +113,12 @@ def get(project_id: int, digest: str) -> Lookup:
         return Lookup(None, UNKNOWN)
     versions = (found.get(keys[0], "0"), found.get(keys[1], "0"))
     entry = found.get(keys[2])
-    if entry is None or tuple(entry["versions"]) != versions:
-        return Lookup(None, versions)
+    if (
+        not isinstance(entry, dict)
+        or not isinstance(entry.get("answer"), Answer)
+        or tuple(entry.get("versions", ())) != versions
+    ):
+        return Lookup(None, versions)  # none, stale, or not one this release wrote
     return Lookup(entry["answer"], versions)
 
 

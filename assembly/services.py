@@ -149,16 +149,19 @@ def context_assemble(
             else identity_digest(identity, project.policy)
         )
         lookup = cache.get(project.pk, digest)
-        CACHE_REQUESTS.labels("hit" if lookup and lookup.answer else "miss").inc()
-    if lookup and lookup.answer:
-        return _deliver(
-            lookup.answer.result, run, cache_hit=True, started=started, defer=defer, record=record
-        )
+        # An answer kept only as a caller's encoding (the API's, sent by context_replay) is
+        # assembled again here: this path needs the result itself.
+        cached = lookup.answer.result if lookup.answer else None
+        CACHE_REQUESTS.labels("miss" if cached is None else "hit").inc()
+        if cached is not None:
+            return _deliver(
+                cached, run, cache_hit=True, started=started, defer=defer, record=record
+            )
     result = _assemble(project, request, run, write_scope, pool, limit, started)
     timed_out = any(w.code == "SOURCE_TIMEOUT" for w in result.metadata.warnings)
     if lookup and not timed_out:
         answer = cache.Answer(
-            result=result,
+            result=None if encode else result,
             body=encode(result) if encode else None,
             given=result.given,
             prompt_hash=result.metadata.prompt_hash,

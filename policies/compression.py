@@ -45,42 +45,41 @@ ORDER BY m.id
 # Written only where the content is still the one compressed (a concurrent edit or a second
 # worker wins, and this row is left alone); a NULL content marks a memory that cannot be
 # shortened as handled.
+# What the statement writes, and the history rows of it, as the store builds them
+# (memories.history).
+_CHANGED = history.update_memories(
+    "changed",
+    assignments={
+        "content": "coalesce(d.content, m.content)",
+        "token_count": "coalesce(d.token_count, m.token_count)",
+        "content_hash": "coalesce(d.content_hash, m.content_hash)",
+        "compressed_at": "%(now)s",
+        "updated_at": "CASE WHEN d.content IS NULL THEN m.updated_at ELSE %(now)s END",
+    },
+    source="d",
+    where="m.id = d.id AND m.active AND m.compressed_at IS NULL AND m.content_hash = d.before_hash",
+    returning="m.id, m.project_id, d.before, d.before_tokens, d.content, d.token_count",
+)
+_EVENTS = history.insert_events(
+    "events",
+    history.Rows(
+        "changed",
+        EventAction.COMPRESSED,
+        history.changes(
+            history.change("content", "before", "content"),
+            history.change("token_count", "before_tokens", "token_count"),
+        ),
+        "'compressed from ' || before_tokens || ' to ' || token_count || ' tokens ('"
+        " || %(compressor)s || ')'",
+        where="content IS NOT NULL",
+    ),
+)
 _COMPRESS_WRITE = f"""
 WITH d AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(before_hashes)s::text[], %(befores)s::text[],
         %(before_tokens)s::int[], %(contents)s::text[], %(tokens)s::int[], %(hashes)s::text[])
         AS d(id, before_hash, before, before_tokens, content, token_count, content_hash)
-), {
-    history.update_memories(
-        "changed",
-        assignments={
-            "content": "coalesce(d.content, m.content)",
-            "token_count": "coalesce(d.token_count, m.token_count)",
-            "content_hash": "coalesce(d.content_hash, m.content_hash)",
-            "compressed_at": "%(now)s",
-            "updated_at": "CASE WHEN d.content IS NULL THEN m.updated_at ELSE %(now)s END",
-        },
-        source="d",
-        where="m.id = d.id AND m.active AND m.compressed_at IS NULL"
-        " AND m.content_hash = d.before_hash",
-        returning="m.id, m.project_id, d.before, d.before_tokens, d.content, d.token_count",
-    )
-}, {
-    history.insert_events(
-        "events",
-        history.Rows(
-            "changed",
-            EventAction.COMPRESSED,
-            history.changes(
-                history.change("content", "before", "content"),
-                history.change("token_count", "before_tokens", "token_count"),
-            ),
-            "'compressed from ' || before_tokens || ' to ' || token_count || ' tokens ('"
-            " || %(compressor)s || ')'",
-            where="content IS NOT NULL",
-        ),
-    )
-}
+), {_CHANGED}, {_EVENTS}
 SELECT project_id, count(*) FILTER (WHERE content IS NOT NULL) FROM changed GROUP BY project_id
 """
 

@@ -42,6 +42,57 @@ _RANK = (
     + history.literal(ReviewStatus.APPROVED)
     + ", {m}.pinned, -{m}.id)"
 )
+# What the statement writes, and the history rows of it, as the store builds them
+# (memories.history).
+_LOSERS = history.update_memories(
+    "losers",
+    assignments={**history.ARCHIVE, "merged_into_id": "chosen.winner"},
+    source=f"chosen JOIN {MEMORIES} old ON old.id = chosen.loser",
+    where="m.id = chosen.loser AND m.active AND NOT m.pinned",
+    returning="m.id, m.project_id, chosen.winner, chosen.similarity, old.tier, m.tags,"
+    " m.tag_patterns, m.tag_keys, m.access_count, m.confidence",
+)
+_WINNERS = history.update_memories(
+    "winners",
+    assignments={
+        "tags": "m.tags || ARRAY(SELECT t FROM unnest(g.tags) t WHERE t <> ALL(m.tags))",
+        "tag_patterns": "m.tag_patterns"
+        " || ARRAY(SELECT p FROM unnest(g.patterns) p WHERE p <> ALL(m.tag_patterns))",
+        "tag_keys": "ARRAY(SELECT DISTINCT k FROM unnest(m.tag_keys || g.keys) k ORDER BY k)",
+        "access_count": "m.access_count + g.access_count",
+        "confidence": "greatest(m.confidence, g.confidence)",
+        "updated_at": "%(now)s",
+    },
+    source=f"gains g JOIN {MEMORIES} old ON old.id = g.winner",
+    where="m.id = g.winner",
+    returning="m.id, m.project_id, g.absorbed, old.tags AS old_tags, m.tags,"
+    " old.access_count AS old_access, m.access_count,"
+    " old.confidence AS old_confidence, m.confidence",
+)
+_EVENTS = history.insert_events(
+    "events",
+    history.Rows(
+        "losers",
+        EventAction.MERGED,
+        history.changes(history.archived(), history.change("merged_into", "NULL", "winner")),
+        "'merged into memory ' || winner || ' (similarity ' || round(similarity::numeric, 2)"
+        " || ')'",
+    ),
+    history.Rows(
+        "winners",
+        EventAction.MERGED,
+        history.changes(
+            history.change(history.ABSORBED, "'[]'::jsonb", "to_jsonb(absorbed)"),
+            history.change("access_count", "old_access", "access_count"),
+            history.change_if("old_tags <> tags", history.change("tags", "old_tags", "tags")),
+            history.change_if(
+                "old_confidence <> confidence",
+                history.change("confidence", "old_confidence", "confidence"),
+            ),
+        ),
+        "'absorbed ' || cardinality(absorbed) || ' near-duplicate(s)'",
+    ),
+)
 _CONSOLIDATE_BODY = f"""anchors AS MATERIALIZED (
     SELECT m.id, m.project_id, m.type, m.content, m.content_hash,
         cardinality(show_trgm(m.content)) AS trigrams,
@@ -103,16 +154,7 @@ _CONSOLIDATE_BODY = f"""anchors AS MATERIALIZED (
     INSERT INTO {PENDING} (memory_id, queued_at)
     SELECT DISTINCT loser, %(now)s FROM edges WHERE loser NOT IN (SELECT loser FROM chosen)
     ON CONFLICT DO NOTHING
-), {
-    history.update_memories(
-        "losers",
-        assignments={**history.ARCHIVE, "merged_into_id": "chosen.winner"},
-        source=f"chosen JOIN {MEMORIES} old ON old.id = chosen.loser",
-        where="m.id = chosen.loser AND m.active AND NOT m.pinned",
-        returning="m.id, m.project_id, chosen.winner, chosen.similarity, old.tier, m.tags,"
-        " m.tag_patterns, m.tag_keys, m.access_count, m.confidence",
-    )
-}, gains AS (
+), {_LOSERS}, gains AS (
     SELECT winner, sum(access_count) AS access_count, max(confidence) AS confidence,
         array_agg(id ORDER BY id) AS absorbed,
         ARRAY(SELECT DISTINCT t FROM losers AS l, unnest(l.tags) AS t
@@ -122,50 +164,7 @@ _CONSOLIDATE_BODY = f"""anchors AS MATERIALIZED (
         ARRAY(SELECT DISTINCT k FROM losers AS l, unnest(l.tag_keys) AS k
               WHERE l.winner = losers.winner ORDER BY k) AS keys
     FROM losers GROUP BY winner
-), {
-    history.update_memories(
-        "winners",
-        assignments={
-            "tags": "m.tags || ARRAY(SELECT t FROM unnest(g.tags) t WHERE t <> ALL(m.tags))",
-            "tag_patterns": "m.tag_patterns"
-            " || ARRAY(SELECT p FROM unnest(g.patterns) p WHERE p <> ALL(m.tag_patterns))",
-            "tag_keys": "ARRAY(SELECT DISTINCT k FROM unnest(m.tag_keys || g.keys) k ORDER BY k)",
-            "access_count": "m.access_count + g.access_count",
-            "confidence": "greatest(m.confidence, g.confidence)",
-            "updated_at": "%(now)s",
-        },
-        source=f"gains g JOIN {MEMORIES} old ON old.id = g.winner",
-        where="m.id = g.winner",
-        returning="m.id, m.project_id, g.absorbed, old.tags AS old_tags, m.tags,"
-        " old.access_count AS old_access, m.access_count,"
-        " old.confidence AS old_confidence, m.confidence",
-    )
-}, {
-    history.insert_events(
-        "events",
-        history.Rows(
-            "losers",
-            EventAction.MERGED,
-            history.changes(history.archived(), history.change("merged_into", "NULL", "winner")),
-            "'merged into memory ' || winner || ' (similarity ' || round(similarity::numeric, 2)"
-            " || ')'",
-        ),
-        history.Rows(
-            "winners",
-            EventAction.MERGED,
-            history.changes(
-                history.change(history.ABSORBED, "'[]'::jsonb", "to_jsonb(absorbed)"),
-                history.change("access_count", "old_access", "access_count"),
-                history.change_if("old_tags <> tags", history.change("tags", "old_tags", "tags")),
-                history.change_if(
-                    "old_confidence <> confidence",
-                    history.change("confidence", "old_confidence", "confidence"),
-                ),
-            ),
-            "'absorbed ' || cardinality(absorbed) || ' near-duplicate(s)'",
-        ),
-    )
-}, changed AS (
+), {_WINNERS}, {_EVENTS}, changed AS (
     SELECT id, project_id FROM losers
 )"""
 # The walk: each active memory once, in id order, from where the last run stopped.

@@ -26,6 +26,29 @@ from policies.runner import (
     walk_statement,
 )
 
+# What the statement writes, and the history rows of it, as the store builds them
+# (memories.history).
+_CHANGED = history.update_memories(
+    "changed",
+    assignments={
+        "confidence": "due.after",
+        "active": "due.after >= due.threshold",
+        "decayed_at": "%(now)s",
+        "updated_at": "%(now)s",
+    },
+    source="due",
+    where="m.id = due.id",
+    returning="m.id, m.project_id, m.active, due.before, due.after, due.idle_days",
+)
+_EVENTS = history.insert_events(
+    "events",
+    history.Rows(
+        "changed",
+        EventAction.DECAYED,
+        CONFIDENCE_CHANGES,
+        "'not given to an agent for ' || idle_days || ' days'",
+    ),
+)
 _DECAY_BATCH = walk_statement(
     "active",
     f"""due AS (
@@ -41,30 +64,7 @@ _DECAY_BATCH = walk_statement(
         AND NOT (m.review_status = {history.literal(ReviewStatus.APPROVED)}
                  AND {policy("decay_exempt_approved")})
     FOR UPDATE OF m SKIP LOCKED
-), {
-        history.update_memories(
-            "changed",
-            assignments={
-                "confidence": "due.after",
-                "active": "due.after >= due.threshold",
-                "decayed_at": "%(now)s",
-                "updated_at": "%(now)s",
-            },
-            source="due",
-            where="m.id = due.id",
-            returning="m.id, m.project_id, m.active, due.before, due.after, due.idle_days",
-        )
-    }, {
-        history.insert_events(
-            "events",
-            history.Rows(
-                "changed",
-                EventAction.DECAYED,
-                CONFIDENCE_CHANGES,
-                "'not given to an agent for ' || idle_days || ' days'",
-            ),
-        )
-    }""",
+), {_CHANGED}, {_EVENTS}""",
 )
 
 

@@ -36,6 +36,18 @@ WHERE max_items IS NOT NULL OR max_total_tokens IS NOT NULL ORDER BY project_id
 """
 # Per (job, project) advisory locks: a second worker skips a project the first one holds.
 _JOB_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext(%s), %s)"
+# What the statement writes, and the history rows of it, as the store builds them
+# (memories.history).
+_CHANGED = history.update_memories(
+    "changed",
+    assignments=history.ARCHIVE,
+    source="locked",
+    where="m.id = locked.id",
+    returning="m.id, m.project_id, locked.tier",
+)
+_EVENTS = history.insert_events(
+    "events", history.Rows("changed", EventAction.EVICTED, history.archived(), "%(reason)s")
+)
 _EVICT_BATCH = f"""
 WITH totals AS (
     SELECT count(*) AS items, coalesce(sum(token_count), 0) AS tokens
@@ -53,19 +65,7 @@ WITH totals AS (
 ), locked AS (
     SELECT m.id, m.tier FROM {MEMORIES} m JOIN victims ON victims.id = m.id
     WHERE m.active AND NOT m.pinned FOR UPDATE OF m
-), {
-    history.update_memories(
-        "changed",
-        assignments=history.ARCHIVE,
-        source="locked",
-        where="m.id = locked.id",
-        returning="m.id, m.project_id, locked.tier",
-    )
-}, {
-    history.insert_events(
-        "events", history.Rows("changed", EventAction.EVICTED, history.archived(), "%(reason)s")
-    )
-}
+), {_CHANGED}, {_EVENTS}
 SELECT project_id, count(*) FROM changed GROUP BY project_id
 """
 # Larger than any project can reach: "no limit" in the comparisons above.

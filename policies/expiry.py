@@ -21,6 +21,24 @@ from policies.runner import (
 _EXPIRED_AT = (
     """'expired at ' || to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')"""
 )
+# What the statement writes, and the history rows of it, as the store builds them
+# (memories.history).
+_CHANGED = history.update_memories(
+    "changed",
+    assignments={"active": "false", "updated_at": "%(now)s"},
+    source="batch",
+    where="m.id = batch.id AND m.active",
+    returning="m.id, m.project_id, m.expires_at",
+)
+_EVENTS = history.insert_events(
+    "events",
+    history.Rows(
+        "changed",
+        EventAction.EXPIRED,
+        history.DEACTIVATED,
+        _EXPIRED_AT,
+    ),
+)
 _EXPIRE_BATCH = f"""
 WITH batch AS (
     SELECT id FROM {MEMORIES}
@@ -29,25 +47,7 @@ WITH batch AS (
     ORDER BY expires_at, id
     LIMIT %(batch_size)s
     FOR UPDATE SKIP LOCKED
-), {
-    history.update_memories(
-        "changed",
-        assignments={"active": "false", "updated_at": "%(now)s"},
-        source="batch",
-        where="m.id = batch.id AND m.active",
-        returning="m.id, m.project_id, m.expires_at",
-    )
-}, {
-    history.insert_events(
-        "events",
-        history.Rows(
-            "changed",
-            EventAction.EXPIRED,
-            history.DEACTIVATED,
-            _EXPIRED_AT,
-        ),
-    )
-}
+), {_CHANGED}, {_EVENTS}
 SELECT project_id, count(*) FROM changed GROUP BY project_id
 """
 

@@ -19,6 +19,24 @@ from policies.runner import (
 )
 
 _RUN_SCOPE = history.literal(Scope.RUN)
+# What the statement writes, and the history rows of it, as the store builds them
+# (memories.history).
+_CHANGED = history.update_memories(
+    "changed",
+    assignments=history.ARCHIVE,
+    source="batch",
+    where=f"m.id = batch.id AND m.active AND m.scope = {_RUN_SCOPE}",
+    returning="m.id, m.project_id, batch.tier, batch.external_id, batch.status",
+)
+_EVENTS = history.insert_events(
+    "events",
+    history.Rows(
+        "changed",
+        EventAction.CLEARED,
+        history.archived(),
+        "'scratch of run ' || external_id || ', which ' || status",
+    ),
+)
 _SCRATCH_BATCH = f"""
 WITH batch AS (
     SELECT m.id, m.tier, r.external_id, r.status
@@ -28,25 +46,7 @@ WITH batch AS (
     ORDER BY m.id
     LIMIT %(batch_size)s
     FOR UPDATE OF m SKIP LOCKED
-), {
-    history.update_memories(
-        "changed",
-        assignments=history.ARCHIVE,
-        source="batch",
-        where=f"m.id = batch.id AND m.active AND m.scope = {_RUN_SCOPE}",
-        returning="m.id, m.project_id, batch.tier, batch.external_id, batch.status",
-    )
-}, {
-    history.insert_events(
-        "events",
-        history.Rows(
-            "changed",
-            EventAction.CLEARED,
-            history.archived(),
-            "'scratch of run ' || external_id || ', which ' || status",
-        ),
-    )
-}
+), {_CHANGED}, {_EVENTS}
 SELECT project_id, count(*) FROM changed GROUP BY project_id
 """
 

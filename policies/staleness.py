@@ -22,6 +22,25 @@ from policies.runner import (
     policy,
 )
 
+# What the statement writes, and the history rows of it, as the store builds them
+# (memories.history).
+_CHANGED = history.update_memories(
+    "changed",
+    assignments={
+        "confidence": "batch.after",
+        "active": "batch.after >= batch.threshold",
+        "stale_at": "%(now)s",
+        "stale_ref": "%(ref)s",
+        "updated_at": "%(now)s",
+    },
+    source="batch",
+    where="m.id = batch.id",
+    returning="m.id, m.project_id, m.active, batch.before, batch.after",
+)
+_EVENTS = history.insert_events(
+    "events", history.Rows("changed", EventAction.STALE, CONFIDENCE_CHANGES, "%(reason)s")
+)
+
 
 def _stale_batch(match: str) -> str:
     """One batch of the memories of ``%(project_id)s`` whose tags ``match`` the paths."""
@@ -35,25 +54,7 @@ WITH batch AS (
         AND {match}
     ORDER BY m.id LIMIT %(batch_size)s
     FOR UPDATE OF m
-), {
-        history.update_memories(
-            "changed",
-            assignments={
-                "confidence": "batch.after",
-                "active": "batch.after >= batch.threshold",
-                "stale_at": "%(now)s",
-                "stale_ref": "%(ref)s",
-                "updated_at": "%(now)s",
-            },
-            source="batch",
-            where="m.id = batch.id",
-            returning="m.id, m.project_id, m.active, batch.before, batch.after",
-        )
-    }, {
-        history.insert_events(
-            "events", history.Rows("changed", EventAction.STALE, CONFIDENCE_CHANGES, "%(reason)s")
-        )
-    }
+), {_CHANGED}, {_EVENTS}
 SELECT id FROM changed ORDER BY id
 """
 

@@ -21,6 +21,14 @@ from policies.runner import (
     walk_statement,
 )
 
+# What the statement writes, as the store builds it (memories.history); tiers keep no history.
+_CHANGED = history.update_memories(
+    "changed",
+    assignments={"tier": "due.tier"},
+    source="due",
+    where="m.id = due.id AND m.active AND m.tier <> due.tier",
+    returning="m.id, m.project_id",
+)
 _TIER_BATCH = walk_statement(
     "active",
     f"""due AS (
@@ -30,15 +38,7 @@ _TIER_BATCH = walk_statement(
         ELSE {history.literal(Tier.COLD)} END AS tier
     FROM {MEMORIES} m JOIN win ON win.id = m.id {POLICY_JOIN}
     WHERE m.active
-), {
-        history.update_memories(
-            "changed",
-            assignments={"tier": "due.tier"},
-            source="due",
-            where="m.id = due.id AND m.active AND m.tier <> due.tier",
-            returning="m.id, m.project_id",
-        )
-    }""",
+), {_CHANGED}""",
 )
 
 

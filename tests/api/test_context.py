@@ -157,3 +157,32 @@ def test_a_finished_run_cannot_be_given_more(project, make_memory, make_run):
     )
     assert response.status_code == 409
     assert Memory.objects.get().access_count == 0  # the refused request recorded nothing
+
+
+def test_the_cache_keeps_the_api_answer_as_sent_and_ignores_entries_it_did_not_write(
+    project, make_memory
+):
+    """A repeat over the API is served from the encoded answer alone (nothing to decode),
+    and an entry of another shape under the same key (a process of another release sharing
+    the cache) is a miss, never an error."""
+    from django.core.cache import caches
+
+    from api.context import _identity
+    from assembly import cache
+    from assembly.services import identity_digest
+
+    make_memory(project=project, content="Cached as sent.")
+    agent = client_with_key(project)
+    body = {"tokenBudget": 300}
+    assert agent.post(url(project, "context"), body, format="json").status_code == 200
+    identity, _ = _identity(body)
+    key = cache._entry_key(project.pk, identity_digest(identity, project.policy))
+    store = caches[cache.CACHE_ALIAS]
+    entry = store.get(key)
+    assert entry["answer"].result is None
+    assert entry["answer"].body.startswith(b'{"text":"## Memories')
+    assert agent.post(url(project, "context"), body, format="json").json()["metadata"]["cacheHit"]
+    store.set(key, {"versions": entry["versions"], "answer": {"body": "another shape"}})
+    again = agent.post(url(project, "context"), body, format="json")
+    assert again.status_code == 200
+    assert again.json()["metadata"]["cacheHit"] is False
