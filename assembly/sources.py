@@ -47,10 +47,14 @@ def candidate_source(source: str, *, project: Project, run: Run | None) -> Sourc
     return None
 
 
-# Ages and expiry come computed (floats and booleans read faster than timestamps).
+# Ages and expiry come computed (floats and booleans read faster than timestamps). A
+# memory's age is the number of UTC midnights since it was written, so that recency moves
+# once a day, never between two requests seconds apart: the same store and request give the
+# same answer all day.
 _COLUMNS = (
     "m.id, m.type, m.content, m.summary, m.confidence, m.relevance_score,"
-    " extract(epoch FROM %(now)s - m.created_at)::float8 / 86400 AS age_days,"
+    " greatest(floor(extract(epoch FROM %(now)s) / 86400)"
+    " - floor(extract(epoch FROM m.created_at) / 86400), 0)::float8 AS age_days,"
     " coalesce(m.expires_at <= %(now)s, false) AS expired"
 )
 

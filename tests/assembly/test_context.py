@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 from django.db import connection
@@ -292,3 +292,30 @@ def test_a_prompt_whose_own_sections_do_not_fit_returns_nothing_and_says_why(pro
     (warning,) = result.metadata.warnings
     assert warning.code == "BUDGET_EXCEEDED"
     assert "the budget is 10" in warning.message
+
+
+def test_the_same_store_and_request_give_the_same_answer_all_day(
+    project, make_memory, settings, monkeypatch
+):
+    """Forty memories that differ only in their number, tagged alike: asked again and again
+    through a day (cache off), the selection and the text never change; recency may not
+    move a ranking between two requests seconds apart, and ties have a stable order."""
+    from datetime import datetime
+
+    from assembly import services as assembly_services
+
+    settings.ASSEMBLY_CACHE_SECONDS = 0
+    day = datetime.now(tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    for number in range(40):
+        memory = make_memory(project=project, tags=["src/**"], content=f"Rule {number}: keep it.")
+        # Written by an agent over half a minute, as agents write.
+        Memory.objects.filter(pk=memory.pk).update(
+            created_at=day - timedelta(days=3) + timedelta(seconds=0.7 * number)
+        )
+    answers = set()
+    for seconds in [1, 1.5, 2, 2.5, 3, 600, 3600, 43200, 86399]:
+        at = day + timedelta(days=1, seconds=seconds)
+        monkeypatch.setattr(assembly_services.timezone, "now", lambda at=at: at)
+        result = assemble(project, write_scope=("src/a.py",), token_budget=120, limit=5)
+        answers.add((result.text, tuple(item.id for item in result.items)))
+    assert len(answers) == 1
