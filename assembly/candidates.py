@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import psycopg
@@ -98,7 +99,10 @@ _WORDS = """
 # match_keys; they change only when the table is analysed, so each process reads them at
 # most every COMMON_WORDS_SECONDS (a statement per request would cost more than it saves).
 _COMMON_WORDS = f"""
-    SELECT element FROM pg_stats AS stats,
+    SELECT element, frequency * (
+            SELECT reltuples FROM pg_class WHERE oid = '{MEMORIES}'::regclass
+        ) AS rows
+    FROM pg_stats AS stats,
         unnest(stats.most_common_elems::text::text[], stats.most_common_elem_freqs)
             AS common(element, frequency)
     WHERE stats.schemaname = current_schema() AND stats.tablename = '{MEMORIES}'
@@ -106,23 +110,50 @@ _COMMON_WORDS = f"""
         AND frequency * (
             SELECT reltuples FROM pg_class WHERE oid = '{MEMORIES}'::regclass
         ) > %s"""
+# Each owner's number of active memories and their mean number of distinct words (BM25's N
+# and average length), read at most every COMMON_WORDS_SECONDS per process as well.
+_OWNER_STATS = f"""
+    SELECT count(*), coalesce(avg(length(m.search_vector)), 1)
+    FROM {MEMORIES} m WHERE m.active AND {{owner}}"""
 COMMON_WORDS_SECONDS = 300.0
-_common_words: dict[str, Any] = {"read_at": None, "by_owner": {}}
+_common_words: dict[str, Any] = {"read_at": None, "by_owner": {}, "stats": {}}
+
+
+def _statistics() -> dict[str, Any]:
+    read_at = _common_words["read_at"]
+    if read_at is None or time.monotonic() - read_at > COMMON_WORDS_SECONDS:
+        by_owner: dict[str, dict[str, float]] = {}
+        with connection.cursor() as cursor:
+            cursor.execute(_COMMON_WORDS, [COMMON_WORD_ROWS])
+            for key, rows in cursor.fetchall():
+                by_owner.setdefault(key.split(":", 1)[0], {})[key] = float(rows)
+        _common_words.update(read_at=time.monotonic(), by_owner=by_owner, stats={})
+    return _common_words
 
 
 def common_word_keys(owner: str) -> list[str]:
     """The word keys of ``owner`` that bring no candidates (see COMMON_WORD_ROWS)."""
-    read_at = _common_words["read_at"]
-    if read_at is None or time.monotonic() - read_at > COMMON_WORDS_SECONDS:
-        by_owner: dict[str, list[str]] = {}
+    return sorted(_statistics()["by_owner"].get(owner, {}))
+
+
+def common_word_rows(owner: str) -> dict[str, float]:
+    """The common word keys of ``owner`` and the number of memories holding each (estimated
+    by ANALYZE): their document frequency, which no request counts."""
+    return _statistics()["by_owner"].get(owner, {})
+
+
+def owner_stats(owner: str) -> tuple[int, float]:
+    """``owner``'s number of active memories and mean number of distinct words."""
+    stats = _statistics()["stats"]
+    if owner not in stats:
+        condition = "m.project_id IS NULL" if owner == "g" else "m.project_id = %s"
         with connection.cursor() as cursor:
-            cursor.execute(_COMMON_WORDS, [COMMON_WORD_ROWS])
-            for (key,) in cursor.fetchall():
-                by_owner.setdefault(key.split(":", 1)[0], []).append(key)
-        for keys in by_owner.values():
-            keys.sort()
-        _common_words.update(read_at=time.monotonic(), by_owner=by_owner)
-    return _common_words["by_owner"].get(owner, [])
+            cursor.execute(
+                _OWNER_STATS.format(owner=condition), [] if owner == "g" else [int(owner)]
+            )
+            count, mean_length = cursor.fetchone()
+        stats[owner] = (int(count), max(float(mean_length), 1.0))
+    return stats[owner]
 
 
 def forget_common_words() -> None:
@@ -135,12 +166,64 @@ _QUERY = (
     "query AS (SELECT replace(plainto_tsquery('english', %(intent)s::text)::text,"
     " ' & ', ' | ')::tsquery AS q)"
 )
-# ts_rank_cd weighs how many words and how close; normalisation 32 maps the rank into [0, 1).
-# A memory holding none of the words ranks 0: the match says so at a third of the cost.
-_TEXT_RANK = (
-    "CASE WHEN m.search_vector @@ (SELECT q FROM query)"
-    " THEN ts_rank_cd(m.search_vector, (SELECT q FROM query), 32) ELSE 0.0 END"
+# BM25 (Okapi): each word of the intent weighs by its rarity in the source's owner (IDF from
+# its document frequency: ANALYZE's estimate for a common word, else the rows holding it,
+# counted up to DF_COUNTED through the match-key index), and by how often the memory says it
+# against the memory's length. A memory holding none of the words ranks 0 without the sum.
+BM25_K1 = 1.2
+BM25_B = 0.75
+DF_COUNTED = 500
+# A word's memories, counted up to DF_COUNTED through the match-key index. The key is a
+# parameter of its own, so that PostgreSQL plans the count for that very key (a key the
+# statistics do not list is rare: an index lookup, never a scan stopped at the limit).
+_DF_COUNT = (
+    f"(SELECT count(*) FROM (SELECT 1 FROM {MEMORIES} d"
+    " WHERE d.match_keys @> %({key})s::text[] AND d.active LIMIT " + str(DF_COUNTED) + ") AS x)"
 )
+
+
+@lru_cache(maxsize=4096)
+def intent_words(intent: str) -> tuple[str, ...]:
+    """The intent's lexemes, stemmed as the stored ones (remembered per process)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tsvector_to_array(to_tsvector('pg_catalog.english', %s::text))", [intent]
+        )
+        return tuple(cursor.fetchone()[0])
+
+
+def _terms(i: int, owner: str, intent: str, params: dict[str, Any]) -> str:
+    """The CTE ``terms_i``: each word of the intent and its IDF in ``owner``."""
+    common = common_word_rows(owner)
+    docs, mean_length = owner_stats(owner)
+    params[f"docs_{i}"] = float(max(docs, 1))
+    params[f"avgdl_{i}"] = mean_length
+    rows = []
+    for j, word in enumerate(intent_words(intent)):
+        key = f"{owner}:w:{word}"
+        params[f"word_{i}_{j}"] = word
+        if key in common:
+            params[f"df_{i}_{j}"] = common[key]
+            df = f"%(df_{i}_{j})s::float8"
+        else:
+            params[f"key_{i}_{j}"] = [key]
+            df = _DF_COUNT.format(key=f"key_{i}_{j}")
+        rows.append(f"(%(word_{i}_{j})s::text, {df})")
+    if not rows:
+        return f"terms_{i} AS (SELECT NULL::text AS word, 0.0::float8 AS idf WHERE false)"
+    return (
+        f"terms_{i} AS (SELECT word, ln(1 + (%(docs_{i})s::float8 - n + 0.5) / (n + 0.5)) AS idf"
+        f" FROM (VALUES {', '.join(rows)}) AS t(word, n))"
+    )
+
+
+def _bm25(i: int) -> str:
+    return (
+        f"(SELECT coalesce(sum(t.idf * cardinality(u.positions) * {BM25_K1 + 1}"
+        f" / (cardinality(u.positions) + {BM25_K1} * ({1 - BM25_B} + {BM25_B}"
+        f" * length(m.search_vector) / %(avgdl_{i})s::float8))), 0)"
+        f" FROM unnest(m.search_vector) AS u JOIN terms_{i} AS t ON t.word = u.lexeme)"
+    )
 
 
 def _word_keys(i: int) -> str:
@@ -183,6 +266,7 @@ def candidate_query(
     # Whether a pool row matches the write scope, decided once per row of the pool (a row
     # found by words or quality may match too, when the scope had more than SCOPE_POOL).
     tag_matches: list[str] = []
+    text_ranks: list[str] = []
     for i, source in enumerate(sources):
         params.update(source.params)
         params[f"owner_{i}"] = source.owner
@@ -207,6 +291,8 @@ def candidate_query(
         if with_intent:
             params[f"common_{i}"] = common_word_keys(source.owner)
             ctes.append(f"words_{i} AS ({_WORDS.format(i=i)})")
+            ctes.append(_terms(i, source.owner, intent, params))
+            text_ranks.append(f"WHEN {i} THEN {_bm25(i)}")
             by_word = usable(source.key_filter)
             branches.append(f"({by_word} AND m.match_keys && {_word_keys(i)} LIMIT {TEXT_POOL})")
             branches.append(
@@ -217,7 +303,12 @@ def candidate_query(
             f"({usable(source.condition)}"
             " ORDER BY m.confidence * m.relevance_score DESC, m.id LIMIT %(size)s)"
         )
-    text_rank = _TEXT_RANK if with_intent else "0.0::float8"
+    text_rank = (
+        "CASE WHEN m.search_vector @@ (SELECT q FROM query)"
+        f" THEN CASE pool.source {' '.join(text_ranks)} END ELSE 0.0 END"
+        if with_intent
+        else "0.0::float8"
+    )
     if with_intent:
         ctes.insert(0, _QUERY)
     ctes.append("pool AS (" + "\n  UNION ".join(branches) + ")")
@@ -258,15 +349,13 @@ def fetch_dicts(
     values anyway.
 
     With ``timeout_ms``, PostgreSQL cancels the statement at that deadline (Cancelled is
-    raised). The timeout is set, the statement run and the timeout reset in one pipeline:
-    one round trip, and a cancelled statement rolls the setting back with it. Inside a
-    transaction a savepoint keeps the cancellation from aborting the rest of it."""
+    raised). The settings (the timeout, no JIT) are set, the statement run and the settings
+    reset in one pipeline: one round trip, and a cancelled statement rolls the settings back
+    with it. Inside a transaction a savepoint keeps the cancellation from aborting the rest
+    of it."""
     connection.ensure_connection()
-    if timeout_ms is None:
-        with server_cursor() as cursor:
-            cursor.execute(sql, params)
-            return _dicts(cursor)
     inside = transaction.atomic() if connection.in_atomic_block else nullcontext()
+    timeout = str(max(1, int(timeout_ms))) if timeout_ms is not None else None
     try:
         with (
             inside,
@@ -275,12 +364,18 @@ def fetch_dicts(
             server_cursor() as reset,
             connection.connection.pipeline(),
         ):
+            # No JIT: the statement's estimated cost (one small sum per pooled row) would
+            # have PostgreSQL compile it for far longer than it runs.
             setting.execute(
-                "SELECT set_config('statement_timeout', %s, false)",
-                [str(max(1, int(timeout_ms)))],
+                "SELECT set_config('jit', 'off', false), set_config('statement_timeout',"
+                " coalesce(%s::text, current_setting('statement_timeout')), false)",
+                [timeout],
             )
             cursor.execute(sql, params)
-            reset.execute("RESET statement_timeout")
+            reset.execute(
+                "SELECT set_config(name, reset_val, false) FROM pg_settings"
+                " WHERE name IN ('jit', 'statement_timeout')"
+            )
             return _dicts(cursor)
     except (psycopg.errors.QueryCanceled, OperationalError) as error:
         cause = error if isinstance(error, psycopg.Error) else error.__cause__

@@ -34,7 +34,7 @@ class Candidate:
     content: str
     summary: str
     tag_match: bool
-    text_relevance: float  # 0..1
+    text_relevance: float  # BM25 of the intent; 0 without a word of it
     confidence: float
     relevance_score: float
     recency: float  # 0..1
@@ -65,10 +65,13 @@ class Packed:
     allocation: dict[str, int] = field(default_factory=dict)
 
 
-def score(candidate: Candidate, weights: Weights) -> Scored:
+def score(candidate: Candidate, weights: Weights, *, text_top: float = 1.0) -> Scored:
+    """A candidate's score and its parts; its text relevance is taken relative to the best
+    of the request (``text_top``), so every part lies in [0, 1]."""
+    text = candidate.text_relevance / text_top if text_top > 0 else 0.0
     parts = {
         "tag_match": 1.0 if candidate.tag_match else 0.0,
-        "text_relevance": round(candidate.text_relevance, 6),
+        "text_relevance": round(text, 6),
         "quality": round(candidate.confidence * candidate.relevance_score, 6),
         "recency": round(candidate.recency, 6),
     }
@@ -82,7 +85,8 @@ def score(candidate: Candidate, weights: Weights) -> Scored:
 
 def rank(candidates: Sequence[Candidate], weights: Weights) -> list[Scored]:
     """Write-scope matches first (the seed's rule), then by score; ties by confidence, then id."""
-    scored = [score(candidate, weights) for candidate in candidates]
+    text_top = max((c.text_relevance for c in candidates), default=0.0)
+    scored = [score(candidate, weights, text_top=text_top) for candidate in candidates]
     return sorted(
         scored,
         key=lambda s: (

@@ -319,3 +319,16 @@ def test_the_same_store_and_request_give_the_same_answer_all_day(
         result = assemble(project, write_scope=("src/a.py",), token_budget=120, limit=5)
         answers.add((result.text, tuple(item.id for item in result.items)))
     assert len(answers) == 1
+
+
+def test_a_rare_word_of_the_intent_weighs_more_than_a_common_one(project, make_memory):
+    """IDF: among memories that each hold one word of the intent, the one holding the word
+    few memories hold ranks first; a word every other memory holds says little."""
+    for number in range(30):
+        make_memory(project=project, content=f"Fix the flaky test number {number} in the suite.")
+    rare = make_memory(project=project, content="The session cookie keeps SameSite=Lax.")
+    result = assemble(project, intent="fix samesite", limit=5)
+    assert result.items[0].id == rare.pk
+    parts = result.items[0].score_parts
+    assert parts["text_relevance"] == 1.0
+    assert result.items[1].score_parts["text_relevance"] < 0.5
