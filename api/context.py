@@ -103,6 +103,9 @@ class ContextIn(StrictInput):
 
 class ScorePartsOut(serializers.Serializer):
     tagMatch = serializers.FloatField()
+    scope = serializers.FloatField(
+        help_text="How much of the write scope its tags cover, and how specifically (0 to 1)."
+    )
     textRelevance = serializers.FloatField()
     quality = serializers.FloatField()
     recency = serializers.FloatField()

@@ -21,6 +21,7 @@ MICRO_WORDS = 40
 
 @dataclass(frozen=True)
 class Weights:
+    scope: float = 2.0
     text: float = 0.5
     quality: float = 1.0
     recency: float = 0.2
@@ -38,6 +39,7 @@ class Candidate:
     confidence: float
     relevance_score: float
     recency: float  # 0..1
+    scope: float = 0.0  # how well its tags fit the write scope, 0..1 (assembly.scope)
 
 
 @dataclass(frozen=True)
@@ -71,12 +73,14 @@ def score(candidate: Candidate, weights: Weights, *, text_top: float = 1.0) -> S
     text = candidate.text_relevance / text_top if text_top > 0 else 0.0
     parts = {
         "tag_match": 1.0 if candidate.tag_match else 0.0,
+        "scope": round(candidate.scope, 6),
         "text_relevance": round(text, 6),
         "quality": round(candidate.confidence * candidate.relevance_score, 6),
         "recency": round(candidate.recency, 6),
     }
     total = (
-        weights.text * parts["text_relevance"]
+        weights.scope * parts["scope"]
+        + weights.text * parts["text_relevance"]
         + weights.quality * parts["quality"]
         + weights.recency * parts["recency"]
     )

@@ -276,7 +276,10 @@ def _assemble(
         )
     policy = project.policy
     weights = Weights(
-        text=policy.weight_text, quality=policy.weight_quality, recency=policy.weight_recency
+        scope=policy.weight_scope,
+        text=policy.weight_text,
+        quality=policy.weight_quality,
+        recency=policy.weight_recency,
     )
     ranked = rank([c for r in results for c in r.candidates], weights)
     render = partial(render_prompt, request.prompt) if request.format == "prompt" else None

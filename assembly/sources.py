@@ -18,6 +18,7 @@ from assembly.candidates import (
 )
 from assembly.metrics import SOURCE_ERRORS, SOURCE_SECONDS
 from assembly.packing import Candidate, recency
+from assembly.scope import scope_grade
 from memories.models import Project, Run
 
 SOURCES = ("run", "project", "global")
@@ -52,7 +53,7 @@ def candidate_source(source: str, *, project: Project, run: Run | None) -> Sourc
 # once a day, never between two requests seconds apart: the same store and request give the
 # same answer all day.
 _COLUMNS = (
-    "m.id, m.type, m.content, m.summary, m.confidence, m.relevance_score,"
+    "m.id, m.type, m.content, m.summary, m.tags, m.confidence, m.relevance_score,"
     " greatest(floor(extract(epoch FROM %(now)s) / 86400)"
     " - floor(extract(epoch FROM m.created_at) / 86400), 0)::float8 AS age_days,"
     " coalesce(m.expires_at <= %(now)s, false) AS expired"
@@ -116,6 +117,7 @@ def fetch(
                 confidence=row["confidence"],
                 relevance_score=row["relevance_score"],
                 recency=recency(row["age_days"], half_life),
+                scope=scope_grade(row["tags"], write_scope) if row["tag_match"] else 0.0,
             )
             for row in usable
         ],

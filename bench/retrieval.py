@@ -176,7 +176,13 @@ def django_setup() -> None:
 
 
 def service(
-    memories: list[dict], tasks: list[Task], budgets: Sequence[int], *, name: str, keep: bool
+    memories: list[dict],
+    tasks: list[Task],
+    budgets: Sequence[int],
+    *,
+    name: str,
+    keep: bool,
+    policy: dict[str, float],
 ) -> tuple[dict[tuple[str, int], list[tuple[float, float, float]]], dict[str, float]]:
     from django.conf import settings
     from django.core.exceptions import ValidationError
@@ -191,7 +197,7 @@ def service(
     settings.ASSEMBLY_CACHE_SECONDS = 0
     actor = Actor.system("retrieval-benchmark")
     slug = f"retrieval-{name}-{int(time.time())}"[:50]
-    project = services.project_create(name=f"Retrieval benchmark: {name}", slug=slug)
+    project = services.project_create(name=f"Retrieval benchmark: {name}", slug=slug, **policy)
     timings: dict[str, float] = {}
     try:
         started = time.perf_counter()
@@ -250,7 +256,15 @@ def main() -> None:
     parser.add_argument("dataset", type=Path, help="folder with memories.jsonl and tasks.jsonl")
     parser.add_argument("--budgets", default="300,1000", help="token budgets, comma-separated")
     parser.add_argument("--keep", action="store_true", help="keep the benchmark's project")
+    parser.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="a project policy field for the run (e.g. weight_scope=2); may repeat",
+    )
     args = parser.parse_args()
+    policy = {k: float(v) for k, v in (item.split("=", 1) for item in args.policy)}
     budgets = [int(b) for b in args.budgets.split(",")]
     memories, tasks = load(args.dataset)
     django_setup()
@@ -260,10 +274,11 @@ def main() -> None:
         return count_tokens(text, "o200k_base")
 
     name = args.dataset.resolve().name
-    measured, timings = service(memories, tasks, budgets, name=name, keep=args.keep)
+    measured, timings = service(memories, tasks, budgets, name=name, keep=args.keep, policy=policy)
     measured |= baselines(memories, tasks, budgets, count)
     print(
-        f"{name}: {len(memories):,} memories ({timings['refused']:.0f} refused), "
+        (f"policy {policy}; " if policy else "")
+        + f"{name}: {len(memories):,} memories ({timings['refused']:.0f} refused), "
         f"{len(tasks)} tasks; created in {timings['create_s']:.1f} s; "
         f"assembly p50 {timings['p50_ms']:.1f} ms, p95 {timings['p95_ms']:.1f} ms"
     )

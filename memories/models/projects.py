@@ -51,6 +51,9 @@ class MemoryPolicy(models.Model):
     max_items = models.PositiveIntegerField(null=True, blank=True)
     # Context assembly: how the score weighs full-text relevance to the intent, quality
     # (confidence x relevance score) and recency; and each source's share of the budget.
+    # How a task's memories are ranked after the write-scope matches (assembly): each part
+    # of the score (0 to 1) times its weight.
+    weight_scope = models.FloatField(default=2.0, validators=[MinValueValidator(0.0)])
     weight_text = models.FloatField(default=0.5, validators=[MinValueValidator(0.0)])
     weight_quality = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
     weight_recency = models.FloatField(default=0.2, validators=[MinValueValidator(0.0)])
@@ -114,7 +117,12 @@ class MemoryPolicy(models.Model):
                 name="policy_selection_limit_range",
             ),
             models.CheckConstraint(
-                condition=Q(weight_text__gte=0, weight_quality__gte=0, weight_recency__gte=0),
+                condition=Q(
+                    weight_scope__gte=0,
+                    weight_text__gte=0,
+                    weight_quality__gte=0,
+                    weight_recency__gte=0,
+                ),
                 name="policy_weights_not_negative",
             ),
             models.CheckConstraint(

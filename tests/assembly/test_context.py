@@ -332,3 +332,24 @@ def test_a_rare_word_of_the_intent_weighs_more_than_a_common_one(project, make_m
     parts = result.items[0].score_parts
     assert parts["text_relevance"] == 1.0
     assert result.items[1].score_parts["text_relevance"] < 0.5
+
+
+def test_among_write_scope_matches_the_more_specific_and_covering_rank_first(project, make_memory):
+    """Matches still come first; among them, the very file beats a deep directory, which
+    beats a shallow one, which beats a keyword, and covering more of the scope counts."""
+    path = "src/pkg/sub/views.py"
+    tags = [["views"], ["src/**"], ["src/pkg/**"], ["src/pkg/sub/**"], [path]]
+    made = [make_memory(project=project, tags=t, content=f"Note {i}.") for i, t in enumerate(tags)]
+    unrelated = make_memory(project=project, tags=["docs/**"], content="Note on docs.")
+    result = assemble(project, write_scope=(path,))
+    order = [item.id for item in result.items]
+    assert order[:5] == [memory.pk for memory in reversed(made)]
+    assert order[5] == unrelated.pk
+    assert [item.score_parts["scope"] for item in result.items][:5] == sorted(
+        (item.score_parts["scope"] for item in result.items[:5]), reverse=True
+    )
+    covering = make_memory(project=project, tags=["src/**", "tests/**"], content="Both.")
+    half = make_memory(project=project, tags=["src/**"], content="One.")
+    result = assemble(project, write_scope=("src/a.py", "tests/test_a.py"))
+    ids = [item.id for item in result.items]
+    assert ids.index(covering.pk) < ids.index(half.pk)
