@@ -29,15 +29,15 @@ from typing import Any
 import psycopg
 from django.db import OperationalError, connection, transaction
 
-from memories.history import literal
 from memories.matching import scope_lookup, scope_params, tag_match
 from memories.models import Memory, Scope
+from memories.models.choices import sql_literal
 from memories.statements import server_cursor
 from memories.tags import probe_keys
 
 MEMORIES = Memory._meta.db_table
-_PROJECT = literal(Scope.PROJECT)
-_RUN = literal(Scope.RUN)
+_PROJECT = sql_literal(Scope.PROJECT)
+_RUN = sql_literal(Scope.RUN)
 SCOPE_POOL = 1000
 TEXT_POOL = 200
 # A word of the intent that the table's statistics (ANALYZE's most common elements of

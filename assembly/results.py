@@ -31,7 +31,7 @@ class Dropped:
 
 
 @dataclass(frozen=True)
-class Warning:
+class ContextWarning:
     code: str
     message: str
 
@@ -57,7 +57,7 @@ class Metadata:
     prompt_hash: str
     quality_achieved: float
     source_coverage: dict[str, Coverage]
-    warnings: list[Warning]
+    warnings: list[ContextWarning]
     # Per response: whether the cache answered, and how long the answer took.
     cache_hit: bool = False
     assembly_time_ms: float = 0.0

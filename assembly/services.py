@@ -19,7 +19,7 @@ from assembly.budget import Share
 from assembly.metrics import ASSEMBLY_SECONDS, CACHE_REQUESTS
 from assembly.packing import LODS, Packed, Weights, pack, rank
 from assembly.render import PROMPT_PARTS, render_prompt
-from assembly.results import Context, Coverage, Dropped, Item, Metadata, Warning
+from assembly.results import Context, ContextWarning, Coverage, Dropped, Item, Metadata
 from assembly.sources import SOURCES, SourceResult, fetch
 from memories import services as memory_services
 from memories.actors import Actor
@@ -296,17 +296,19 @@ def _assemble(
     if request.format == "prompt" and not packed.text:
         needed = count_tokens(render_prompt(request.prompt, ""), request.encoding)
         warnings.append(
-            Warning(
+            ContextWarning(
                 "BUDGET_EXCEEDED",
                 f"The prompt's own sections need {needed} tokens; "
                 f"the budget is {pool}. Nothing was returned.",
             )
         )
     elif ranked and not packed.chosen:
-        warnings.append(Warning("BUDGET_EXCEEDED", "Not even one memory fits."))
+        warnings.append(ContextWarning("BUDGET_EXCEEDED", "Not even one memory fits."))
     for r in results:
         if r.timed_out:
-            warnings.append(Warning("SOURCE_TIMEOUT", f"The {r.source} source was too slow."))
+            warnings.append(
+                ContextWarning("SOURCE_TIMEOUT", f"The {r.source} source was too slow.")
+            )
     return Context(
         text=packed.text,
         items=_items(packed),

@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import TextChoices
-
 from memories import hooks
 from memories.actors import Actor
 from memories.models import EventAction, Memory, MemoryEvent, Run, Tier
+from memories.models.choices import sql_literal
 
 MEMORIES = Memory._meta.db_table
 EVENTS = MemoryEvent._meta.db_table
@@ -163,14 +162,6 @@ def original_contents(memory_ids: Iterable[int]) -> dict[int, str]:
 # --- the row, in SQL --------------------------------------------------------------------------
 
 
-def literal(value: TextChoices | str) -> str:
-    """A choice value (an identifier-like string the models define) as an SQL literal."""
-    text = str(value)
-    if not text.replace("_", "").replace("-", "").isalnum():
-        raise ValueError(f"not a choice value: {text!r}")
-    return f"'{text}'"
-
-
 def change(name: str, before: str, after: str) -> str:
     """SQL of ``{name: [before, after]}`` (jsonb) from two SQL expressions."""
     return f"jsonb_build_object('{name}', jsonb_build_array({before}, {after}))"
@@ -191,7 +182,7 @@ def changes(*parts: str) -> str:
 DEACTIVATED = change("active", "true", "false")
 ARCHIVE = {
     "active": "false",
-    "tier": literal(Tier.FROZEN),
+    "tier": sql_literal(Tier.FROZEN),
     "archived_at": "%(now)s",
     "updated_at": "%(now)s",
 }
@@ -199,7 +190,14 @@ ARCHIVE = {
 
 def archived(tier: str = "tier") -> str:
     """The change of an archived memory whose tier was in column ``tier``."""
-    return changes(DEACTIVATED, change("tier", tier, literal(Tier.FROZEN)))
+    return changes(DEACTIVATED, change("tier", tier, sql_literal(Tier.FROZEN)))
+
+
+# The history of a lowered confidence (rows with before, after, active).
+CONFIDENCE_CHANGES = changes(
+    change("confidence", "before", "after"),
+    change_if("NOT active", DEACTIVATED),
+)
 
 
 # The survivor's row of a merge names the memories it absorbed: [[], [ids]].
@@ -254,7 +252,7 @@ def insert_events(name: str, *rows: Rows) -> str:
     """A CTE ``name`` inserting the history rows of one statement; the actor comes from
     ``actor_params`` and the time from ``%(now)s``."""
     selects = "\n    UNION ALL\n".join(
-        f"    SELECT id, project_id, {literal(r.action)}, {r.changes},\n        {r.reason},"
+        f"    SELECT id, project_id, {sql_literal(r.action)}, {r.changes},\n        {r.reason},"
         f" %(actor)s, %(actor_user_id)s::bigint, %(actor_api_key_id)s::bigint,"
         f" %(now)s\n"
         f"    FROM {r.source} WHERE {r.where}"

@@ -13,6 +13,7 @@ from memories import history
 from memories.actors import Actor
 from memories.hooks import MemoriesChanged
 from memories.models import EventAction, ReviewStatus
+from memories.models.choices import sql_literal
 from policies.models import PendingComparison
 from policies.runner import (
     MEMORIES,
@@ -39,7 +40,7 @@ PROBE_WORDS = 5
 # then the oldest.
 _RANK = (
     "ROW({m}.confidence, {m}.review_status = "
-    + history.literal(ReviewStatus.APPROVED)
+    + sql_literal(ReviewStatus.APPROVED)
     + ", {m}.pinned, -{m}.id)"
 )
 # What the statement writes, and the history rows of it, as the store builds them

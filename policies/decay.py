@@ -7,11 +7,11 @@ from datetime import datetime
 from memories import history
 from memories.actors import Actor
 from memories.models import EventAction, ReviewStatus
+from memories.models.choices import sql_literal
 from memories.services import uses
 from policies.runner import (
     ALL_IDS,
     BATCH_SIZE,
-    CONFIDENCE_CHANGES,
     IDLE_SINCE,
     MEMORIES,
     POLICY_JOIN,
@@ -45,7 +45,7 @@ _EVENTS = history.insert_events(
     history.Rows(
         "changed",
         EventAction.DECAYED,
-        CONFIDENCE_CHANGES,
+        history.CONFIDENCE_CHANGES,
         "'not given to an agent for ' || idle_days || ' days'",
     ),
 )
@@ -61,7 +61,7 @@ _DECAY_BATCH = walk_statement(
         AND {IDLE_SINCE} <= %(now)s - {days("decay_after_days")}
         AND (m.decayed_at IS NULL OR m.decayed_at <= %(now)s - {days("decay_period_days")})
         AND NOT (m.pinned AND {policy("decay_exempt_pinned")})
-        AND NOT (m.review_status = {history.literal(ReviewStatus.APPROVED)}
+        AND NOT (m.review_status = {sql_literal(ReviewStatus.APPROVED)}
                  AND {policy("decay_exempt_approved")})
     FOR UPDATE OF m SKIP LOCKED
 ), {_CHANGED}, {_EVENTS}""",

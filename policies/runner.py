@@ -235,13 +235,6 @@ def lowered(amount: str) -> str:
     return f"round(greatest(m.confidence - {amount}, 0)::numeric, 6)::float8"
 
 
-# The history of a lowered confidence (rows with before, after, active).
-CONFIDENCE_CHANGES = history.changes(
-    history.change("confidence", "before", "after"),
-    history.change_if("NOT active", history.DEACTIVATED),
-)
-
-
 # --- Celery tasks -----------------------------------------------------------------------------
 # Thin, idempotent wrappers of the jobs. Each takes nothing (or, for a part, its range of
 # ids), so a redelivered or duplicated message does the same work again, which finds nothing

@@ -7,6 +7,7 @@ from datetime import datetime
 from memories import history
 from memories.actors import Actor
 from memories.models import EventAction, Run, RunStatus, Scope
+from memories.models.choices import sql_literal
 from policies.runner import (
     BATCH_SIZE,
     MEMORIES,
@@ -18,7 +19,7 @@ from policies.runner import (
     task,
 )
 
-_RUN_SCOPE = history.literal(Scope.RUN)
+_RUN_SCOPE = sql_literal(Scope.RUN)
 # What the statement writes, and the history rows of it, as the store builds them
 # (memories.history).
 _CHANGED = history.update_memories(
@@ -41,7 +42,7 @@ _SCRATCH_BATCH = f"""
 WITH batch AS (
     SELECT m.id, m.tier, r.external_id, r.status
     FROM {MEMORIES} m JOIN {Run._meta.db_table} r ON r.id = m.source_run_id {POLICY_JOIN}
-    WHERE m.active AND m.scope = {_RUN_SCOPE} AND r.status <> {history.literal(RunStatus.RUNNING)}
+    WHERE m.active AND m.scope = {_RUN_SCOPE} AND r.status <> {sql_literal(RunStatus.RUNNING)}
         AND r.finished_at <= %(now)s - make_interval(hours => {policy("scratch_keep_hours")})
     ORDER BY m.id
     LIMIT %(batch_size)s

@@ -14,7 +14,6 @@ from memories.matching import scope_condition
 from memories.models import EventAction, Project
 from policies.runner import (
     BATCH_SIZE,
-    CONFIDENCE_CHANGES,
     MEMORIES,
     POLICY_JOIN,
     lowered,
@@ -38,7 +37,7 @@ _CHANGED = history.update_memories(
     returning="m.id, m.project_id, m.active, batch.before, batch.after",
 )
 _EVENTS = history.insert_events(
-    "events", history.Rows("changed", EventAction.STALE, CONFIDENCE_CHANGES, "%(reason)s")
+    "events", history.Rows("changed", EventAction.STALE, history.CONFIDENCE_CHANGES, "%(reason)s")
 )
 
 

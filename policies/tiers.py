@@ -7,6 +7,7 @@ from datetime import datetime
 from memories import history
 from memories.actors import Actor
 from memories.models import Tier
+from memories.models.choices import sql_literal
 from memories.services import uses
 from policies.runner import (
     BATCH_SIZE,
@@ -33,9 +34,9 @@ _TIER_BATCH = walk_statement(
     "active",
     f"""due AS (
     SELECT m.id, CASE
-        WHEN {IDLE_SINCE} > %(now)s - {days("tier_hot_days")} THEN {history.literal(Tier.HOT)}
-        WHEN {IDLE_SINCE} > %(now)s - {days("tier_warm_days")} THEN {history.literal(Tier.WARM)}
-        ELSE {history.literal(Tier.COLD)} END AS tier
+        WHEN {IDLE_SINCE} > %(now)s - {days("tier_hot_days")} THEN {sql_literal(Tier.HOT)}
+        WHEN {IDLE_SINCE} > %(now)s - {days("tier_warm_days")} THEN {sql_literal(Tier.WARM)}
+        ELSE {sql_literal(Tier.COLD)} END AS tier
     FROM {MEMORIES} m JOIN win ON win.id = m.id {POLICY_JOIN}
     WHERE m.active
 ), {_CHANGED}""",

@@ -95,3 +95,11 @@ class EventAction(models.TextChoices):
     STALE = "stale"
     RESTORED = "restored"
     DELETED = "deleted"
+
+
+def sql_literal(value: models.TextChoices | str) -> str:
+    """A choice value (an identifier-like string the models define) as an SQL literal."""
+    text = str(value)
+    if not text.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"not a choice value: {text!r}")
+    return f"'{text}'"

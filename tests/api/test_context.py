@@ -186,3 +186,34 @@ def test_the_cache_keeps_the_api_answer_as_sent_and_ignores_entries_it_did_not_w
     again = agent.post(url(project, "context"), body, format="json")
     assert again.status_code == 200
     assert again.json()["metadata"]["cacheHit"] is False
+
+
+def test_the_context_answer_has_every_documented_field_in_camel_case(project, make_memory):
+    """The API spells the plain result as the schema says (ContextOut), key by key."""
+    from api.context import ContextOut
+
+    make_memory(project=project, tags=["src/**"], content="Lock the invoice row.")
+    for index in range(12):
+        make_memory(project=project, content=f"Other note {index} " + "word " * 30)
+    response = client_with_key(project).post(
+        url(project, "context"),
+        {"writeScope": ["src/a.py"], "intent": "invoice lock", "tokenBudget": 120},
+        format="json",
+    )
+    body = response.json()
+    assert set(body) == {"text", "items", "dropped", "metadata"}
+    assert set(body["items"][0]) == {
+        "id", "source", "type", "rank", "detail", "tokens", "score", "scoreParts",
+    }  # fmt: skip
+    assert set(body["items"][0]["scoreParts"]) == {
+        "tagMatch", "scope", "textRelevance", "quality", "recency",
+    }  # fmt: skip
+    assert set(body["dropped"][0]) == {"id", "source", "reason"}
+    assert list(body["metadata"]) == [
+        "totalTokens", "budget", "encoding", "lod", "promptHash", "qualityAchieved",
+        "sourceCoverage", "warnings", "cacheHit", "assemblyTimeMs",
+    ]  # fmt: skip
+    assert set(body["metadata"]["sourceCoverage"]["project"]) == {
+        "candidates", "chosen", "tokens", "allocated", "latencyMs", "timedOut",
+    }  # fmt: skip
+    assert set(ContextOut().fields) == set(body)

@@ -542,6 +542,9 @@ def test_preview_shows_what_the_agent_would_get_and_records_nothing(
     assert rule.pk in [item.id for item in result.items]
     assert "Full test suite required" in response.text
     assert str(result.metadata.total_tokens) in response.text
+    # Each chosen memory's score parts, named in words.
+    assert "scope 1.00" in response.text or "scope 0." in response.text
+    assert "text relevance" in response.text
     rule.refresh_from_db()
     assert rule.access_count == 0
     assert not rule.given_to.exists()
