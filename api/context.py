@@ -26,7 +26,7 @@ from api.responses import ThenJSONResponse
 from assembly.budget import Share
 from assembly.packing import LODS
 from assembly.render import PROMPT_PARTS
-from assembly.results import Context
+from assembly.results import Context, Dropped
 from assembly.services import FORMATS, ContextRequest, context_assemble, context_replay
 from assembly.sources import SOURCES
 from memories.text import WRITE_SCOPE_ENTRY_MAX_CHARS, WRITE_SCOPE_MAX_ENTRIES
@@ -126,7 +126,18 @@ class DroppedOut(serializers.Serializer):
     id = serializers.IntegerField(allow_null=True)
     source = serializers.ChoiceField(choices=SOURCES)
     reason = serializers.ChoiceField(
-        choices=["budget", "limit", "duplicate", "below_confidence", "expired", "source_timeout"]
+        choices=[
+            "budget",
+            "limit",
+            "duplicate",
+            "similar",
+            "below_confidence",
+            "expired",
+            "source_timeout",
+        ]
+    )
+    repeats = serializers.IntegerField(
+        required=False, help_text="For `similar`: the id of the memory given that it repeats."
     )
 
 
@@ -268,9 +279,16 @@ def context_json(result: Context, *, stamp: bool = True) -> dict[str, Any]:
             }
             for item in result.items
         ],
-        "dropped": [{"id": d.id, "source": d.source, "reason": d.reason} for d in result.dropped],
+        "dropped": [_dropped(d) for d in result.dropped],
         "metadata": metadata,
     }
+
+
+def _dropped(dropped: Dropped) -> dict[str, Any]:
+    body: dict[str, Any] = {"id": dropped.id, "source": dropped.source, "reason": dropped.reason}
+    if dropped.repeats is not None:
+        body["repeats"] = dropped.repeats
+    return body
 
 
 def stored_body(result: Context) -> bytes:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from assembly.budget import DEFAULT_SHARES, Share, allocate
+from assembly.diversity import Seen
 from assembly.render import memory_line, render_section
 from memories.tokens import count_line_tokens, count_tokens
 
@@ -65,6 +66,8 @@ class Packed:
     text: str
     total_tokens: int
     allocation: dict[str, int] = field(default_factory=dict)
+    # A memory dropped as ``similar``: the id of the better-ranked one it repeats.
+    similar_to: dict[int, int] = field(default_factory=dict)
 
 
 def score(candidate: Candidate, weights: Weights, *, text_top: float = 1.0) -> Scored:
@@ -126,12 +129,15 @@ def pack(
     encoding: str,
     shares: Mapping[str, Share] | None = None,
     render: Callable[[str], str] = lambda section: section,
+    similar: float | None = None,
 ) -> Packed:
     """Choose memories in rank order so that ``render(section)`` fits ``budget`` tokens.
 
     ``render`` wraps the Memories section (e.g. into the whole prompt); the budget
     applies to what it returns. Each source is first filled within its share of
-    the pool; what a source leaves unused flows to the others in rank order.
+    the pool; what a source leaves unused flows to the others in rank order. With
+    ``similar`` (a threshold, assembly.diversity), a memory that repeats a better-ranked
+    one is not given (reason ``similar``).
     """
     shares = dict(shares or DEFAULT_SHARES)
     base = "macro" if lod == "adaptive" else lod
@@ -141,15 +147,24 @@ def pack(
 
     frame = count_tokens(render(render_section(["x"])), encoding) - count_tokens("\n- x", encoding)
     pool = max(0, budget - max(frame, 0))
-    # The same line twice would spend tokens on a repeat: only the best-ranked one stays.
+    # The same line twice, or nearly the same, would spend tokens on a repeat: only the
+    # best-ranked one stays.
     options: list[tuple[Scored, str]] = []
     repeats: list[Scored] = []
+    similar_to: dict[int, int] = {}
     seen_lines: set[str] = set()
+    seen = Seen(similar) if similar is not None else None
     for s in ranked:
         line = _line(s, base)
         if line in seen_lines:
             repeats.append(s)
             continue
+        if seen is not None:
+            repeated = seen.repeated(s.candidate.content)
+            if repeated is not None:
+                similar_to[s.candidate.id] = repeated
+                continue
+            seen.keep(s.candidate.id, s.candidate.content)
         seen_lines.add(line)
         options.append((s, line))
     costs = {s.candidate.id: cost(line) for s, line in options}
@@ -203,12 +218,13 @@ def pack(
         chosen.rank = position
     kept = {c.scored.candidate.id for c in chosen_list}
     dropped: list[tuple[Scored, str]] = [(s, "duplicate") for s in repeats]
+    dropped += [(s, "similar") for s in ranked if s.candidate.id in similar_to]
     for position, (s, _) in enumerate(options):
         if s.candidate.id in kept:
             continue
         over_limit = position >= limit and len(kept) >= limit
         dropped.append((s, "limit" if over_limit or len(kept) >= limit else "budget"))
-    return Packed(chosen_list, dropped, text, total, allocation)
+    return Packed(chosen_list, dropped, text, total, allocation, similar_to)
 
 
 def recency(age_days: float, half_life_days: float) -> float:

@@ -28,6 +28,8 @@ class Dropped:
     id: int | None
     source: str
     reason: str
+    # For ``similar``: the id of the memory given that it repeats.
+    repeats: int | None = None
 
 
 @dataclass(frozen=True)

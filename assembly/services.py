@@ -290,6 +290,7 @@ def _assemble(
         lod=request.lod,
         encoding=request.encoding,
         shares=_shares(project, request),
+        similar=policy.similar_threshold,
         **({"render": render} if render else {}),
     )
     warnings = []
@@ -313,7 +314,8 @@ def _assemble(
         text=packed.text,
         items=_items(packed),
         dropped=[
-            Dropped(s.candidate.id, s.candidate.source, reason) for s, reason in packed.dropped
+            Dropped(c.candidate.id, c.candidate.source, why, packed.similar_to.get(c.candidate.id))
+            for c, why in packed.dropped
         ]
         + [_excluded(row) for r in results for row in r.left_out]
         + [Dropped(None, r.source, "source_timeout") for r in results if r.timed_out],

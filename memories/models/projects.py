@@ -55,6 +55,9 @@ class MemoryPolicy(models.Model):
     # of the score (0 to 1) times its weight.
     weight_scope = models.FloatField(default=2.0, validators=[MinValueValidator(0.0)])
     weight_text = models.FloatField(default=0.5, validators=[MinValueValidator(0.0)])
+    # A memory whose words are this share (or more) of a better-ranked one's, with nothing
+    # specific of its own (assembly.diversity), is not given again.
+    similar_threshold = models.FloatField(default=0.9, validators=UNIT_INTERVAL)
     weight_quality = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
     weight_recency = models.FloatField(default=0.2, validators=[MinValueValidator(0.0)])
     recency_half_life_days = models.PositiveIntegerField(default=30)
@@ -111,6 +114,10 @@ class MemoryPolicy(models.Model):
             models.CheckConstraint(
                 condition=between_0_and_1("deactivate_below"),
                 name="policy_deactivate_below_range",
+            ),
+            models.CheckConstraint(
+                condition=between_0_and_1("similar_threshold"),
+                name="policy_similar_threshold_range",
             ),
             models.CheckConstraint(
                 condition=Q(selection_limit__gte=1, selection_limit__lte=1000),

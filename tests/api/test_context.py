@@ -217,3 +217,18 @@ def test_the_context_answer_has_every_documented_field_in_camel_case(project, ma
         "candidates", "chosen", "tokens", "allocated", "latencyMs", "timedOut",
     }  # fmt: skip
     assert set(ContextOut().fields) == set(body)
+
+
+def test_a_dropped_near_repeat_names_the_memory_it_repeats(project, make_memory):
+    rule = "API errors use the shape {error: {code, message, fields}}."
+    first = make_memory(project=project, content=rule, relevance_score=0.9)
+    again = make_memory(project=project, content=rule + " (seen again in run-002)")
+    body = (
+        client_with_key(project)
+        .post(url(project, "context"), {"tokenBudget": 300, "lod": "atomic"}, format="json")
+        .json()
+    )
+    assert [item["id"] for item in body["items"]] == [first.pk]
+    assert body["dropped"] == [
+        {"id": again.pk, "source": "project", "reason": "similar", "repeats": first.pk}
+    ]

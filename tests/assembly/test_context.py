@@ -353,3 +353,18 @@ def test_among_write_scope_matches_the_more_specific_and_covering_rank_first(pro
     result = assemble(project, write_scope=("src/a.py", "tests/test_a.py"))
     ids = [item.id for item in result.items]
     assert ids.index(covering.pk) < ids.index(half.pk)
+
+
+def test_a_near_repeat_is_not_given_twice_and_says_which_it_repeats(project, make_memory):
+    rule = "API errors use the shape {error: {code, message, fields}}."
+    first = make_memory(project=project, content=rule, relevance_score=0.9)
+    again = make_memory(project=project, content=rule + " (seen again in run-002)")
+    other = make_memory(project=project, content="Deploys happen on Tuesday.")
+    result = assemble(project)
+    assert [item.id for item in result.items] == [first.pk, other.pk]
+    (dropped,) = [d for d in result.dropped if d.id == again.pk]
+    assert (dropped.reason, dropped.repeats) == ("similar", first.pk)
+    set_similar = type(project.policy).objects.filter(project=project)
+    set_similar.update(similar_threshold=1.0)  # a repeat with an addition is still a repeat
+    project.policy.refresh_from_db()
+    assert again.pk not in [item.id for item in assemble(project).items]
