@@ -24,6 +24,7 @@ from api.fields import (
 )
 from api.responses import ThenJSONResponse
 from assembly.budget import Share
+from assembly.entities import ENTITY_MAX_CHARS, MAX_ENTITIES
 from assembly.packing import LODS
 from assembly.render import PROMPT_PARTS
 from assembly.results import Context, Dropped
@@ -70,6 +71,14 @@ class ContextIn(StrictInput):
         default=list,
     )
     intent = StrictCharField(max_length=4000, required=False, default="", allow_blank=True)
+    entities = serializers.ListField(
+        child=StrictCharField(max_length=ENTITY_MAX_CHARS),
+        max_length=MAX_ENTITIES,
+        required=False,
+        default=list,
+        help_text="Identifiers, package names or paths the task is about: memories that "
+        "mention them rank higher.",
+    )
     limit = StrictIntegerField(min_value=1, max_value=1000, required=False, allow_null=True)
     lod = StrictChoiceField(choices=LODS, required=False, default="adaptive")
     timeBudgetMs = StrictIntegerField(min_value=1, max_value=60_000, required=False)
@@ -106,6 +115,7 @@ class ScorePartsOut(serializers.Serializer):
     scope = serializers.FloatField(
         help_text="How much of the write scope its tags cover, and how specifically (0 to 1)."
     )
+    entities = serializers.FloatField(help_text="The share of the request's entities it mentions.")
     textRelevance = serializers.FloatField()
     quality = serializers.FloatField()
     recency = serializers.FloatField()
@@ -202,6 +212,7 @@ class ContextView(APIView):
             response_reserve=data["responseReserve"],
             write_scope=tuple(data["writeScope"]),
             intent=data["intent"],
+            entities=tuple(dict.fromkeys(e.strip() for e in data["entities"] if e.strip())),
             limit=data.get("limit"),
             lod=data["lod"],
             time_budget_ms=data.get("timeBudgetMs"),

@@ -23,6 +23,7 @@ MICRO_WORDS = 40
 @dataclass(frozen=True)
 class Weights:
     scope: float = 2.0
+    entities: float = 1.0
     text: float = 0.5
     quality: float = 1.0
     recency: float = 0.2
@@ -41,6 +42,7 @@ class Candidate:
     relevance_score: float
     recency: float  # 0..1
     scope: float = 0.0  # how well its tags fit the write scope, 0..1 (assembly.scope)
+    entities: float = 0.0  # the share of the request's entities it mentions (assembly.entities)
 
 
 @dataclass(frozen=True)
@@ -77,12 +79,14 @@ def score(candidate: Candidate, weights: Weights, *, text_top: float = 1.0) -> S
     parts = {
         "tag_match": 1.0 if candidate.tag_match else 0.0,
         "scope": round(candidate.scope, 6),
+        "entities": round(candidate.entities, 6),
         "text_relevance": round(text, 6),
         "quality": round(candidate.confidence * candidate.relevance_score, 6),
         "recency": round(candidate.recency, 6),
     }
     total = (
         weights.scope * parts["scope"]
+        + weights.entities * parts["entities"]
         + weights.text * parts["text_relevance"]
         + weights.quality * parts["quality"]
         + weights.recency * parts["recency"]

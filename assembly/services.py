@@ -37,6 +37,7 @@ class ContextRequest:
     token_budget: int
     write_scope: tuple[str, ...] = ()
     intent: str = ""
+    entities: tuple[str, ...] = ()
     response_reserve: int = 0
     limit: int | None = None
     lod: str = "atomic"
@@ -268,6 +269,7 @@ def _assemble(
                 run=run,
                 write_scope=write_scope,
                 intent=request.intent,
+                entities=request.entities,
                 limit=limit,
                 timeout_ms=int(remaining),
                 now=now,
@@ -277,6 +279,7 @@ def _assemble(
     policy = project.policy
     weights = Weights(
         scope=policy.weight_scope,
+        entities=policy.weight_entities,
         text=policy.weight_text,
         quality=policy.weight_quality,
         recency=policy.weight_recency,

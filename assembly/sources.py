@@ -4,6 +4,7 @@ own statement timeout, so a slow source is cancelled by PostgreSQL, not left run
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -16,6 +17,7 @@ from assembly.candidates import (
     project_source,
     run_source,
 )
+from assembly.entities import entity_share
 from assembly.metrics import SOURCE_ERRORS, SOURCE_SECONDS
 from assembly.packing import Candidate, recency
 from assembly.scope import scope_grade
@@ -68,6 +70,7 @@ def fetch(
     write_scope: list[str],
     intent: str,
     limit: int,
+    entities: Sequence[str] = (),
     timeout_ms: int,
     now: datetime,
     left_out: int = 0,
@@ -83,7 +86,8 @@ def fetch(
     sql, params = candidate_query(
         [described],
         write_scope=write_scope,
-        intent=intent,
+        # The entities' words find and rank memories as the intent's do.
+        intent=" ".join([intent, *entities]).strip(),
         size=max(MIN_CANDIDATES, limit * CANDIDATES_PER_LIMIT),
         min_confidence=policy.min_confidence,
         now=now,
@@ -118,6 +122,7 @@ def fetch(
                 relevance_score=row["relevance_score"],
                 recency=recency(row["age_days"], half_life),
                 scope=scope_grade(row["tags"], write_scope) if row["tag_match"] else 0.0,
+                entities=entity_share(entities, row["content"], row["tags"]),
             )
             for row in usable
         ],

@@ -54,6 +54,7 @@ class MemoryPolicy(models.Model):
     # How a task's memories are ranked after the write-scope matches (assembly): each part
     # of the score (0 to 1) times its weight.
     weight_scope = models.FloatField(default=2.0, validators=[MinValueValidator(0.0)])
+    weight_entities = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
     weight_text = models.FloatField(default=0.5, validators=[MinValueValidator(0.0)])
     # A memory whose words are this share (or more) of a better-ranked one's, with nothing
     # specific of its own (assembly.diversity), is not given again.
@@ -126,6 +127,7 @@ class MemoryPolicy(models.Model):
             models.CheckConstraint(
                 condition=Q(
                     weight_scope__gte=0,
+                    weight_entities__gte=0,
                     weight_text__gte=0,
                     weight_quality__gte=0,
                     weight_recency__gte=0,

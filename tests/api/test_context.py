@@ -206,7 +206,7 @@ def test_the_context_answer_has_every_documented_field_in_camel_case(project, ma
         "id", "source", "type", "rank", "detail", "tokens", "score", "scoreParts",
     }  # fmt: skip
     assert set(body["items"][0]["scoreParts"]) == {
-        "tagMatch", "scope", "textRelevance", "quality", "recency",
+        "tagMatch", "scope", "entities", "textRelevance", "quality", "recency",
     }  # fmt: skip
     assert set(body["dropped"][0]) == {"id", "source", "reason"}
     assert list(body["metadata"]) == [
@@ -232,3 +232,18 @@ def test_a_dropped_near_repeat_names_the_memory_it_repeats(project, make_memory)
     assert body["dropped"] == [
         {"id": again.pk, "source": "project", "reason": "similar", "repeats": first.pk}
     ]
+
+
+def test_entities_are_accepted_and_bounded(project, make_memory):
+    memory = make_memory(project=project, content="Use url_for to build links.")
+    agent = client_with_key(project)
+    body = agent.post(
+        url(project, "context"), {"tokenBudget": 300, "entities": ["url_for"]}, format="json"
+    ).json()
+    assert body["items"][0]["id"] == memory.pk
+    assert body["items"][0]["scoreParts"]["entities"] == 1.0
+    response = agent.post(
+        url(project, "context"), {"tokenBudget": 300, "entities": ["x"] * 51}, format="json"
+    )
+    assert response.status_code == 400
+    assert "entities" in response.json()["error"]["fields"]

@@ -368,3 +368,18 @@ def test_a_near_repeat_is_not_given_twice_and_says_which_it_repeats(project, mak
     set_similar.update(similar_threshold=1.0)  # a repeat with an addition is still a repeat
     project.policy.refresh_from_db()
     assert again.pk not in [item.id for item in assemble(project).items]
+
+
+def test_memories_that_mention_the_requests_entities_rank_higher(project, make_memory):
+    """Entities (identifiers, package names, paths) bring and rank the memories that
+    mention them; a longer identifier that merely contains one is no mention."""
+    plain = make_memory(project=project, content="Keep the routing table small.", relevance_score=1)
+    partial = make_memory(project=project, content="Call url_for_static for the assets.")
+    mentioned = make_memory(project=project, content="Never build links by hand: use url_for.")
+    tagged = make_memory(project=project, content="Auth notes.", tags=["src/auth/**"])
+    result = assemble(project, entities=("url_for", "src/auth/login.py"))
+    parts = {item.id: item.score_parts["entities"] for item in result.items}
+    assert parts[mentioned.pk] == parts[tagged.pk] == 0.5
+    assert parts[partial.pk] == parts[plain.pk] == 0.0
+    order = [item.id for item in result.items]
+    assert order.index(mentioned.pk) < order.index(plain.pk)
