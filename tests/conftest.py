@@ -96,3 +96,18 @@ def _private_assembly_cache(settings):
             "LOCATION": f"assembly-{uuid.uuid4().hex}",
         },
     }
+
+
+@pytest.fixture
+def heard():
+    """The announcements of the store's hook (memories.hooks) made during a test."""
+    from memories.hooks import MemoriesChanged, memories_changed
+
+    changes: list[MemoriesChanged] = []
+
+    def listen(*, change: MemoriesChanged, **kwargs):
+        changes.append(change)
+
+    memories_changed.connect(listen, dispatch_uid="tests.heard")
+    yield changes
+    memories_changed.disconnect(dispatch_uid="tests.heard")

@@ -10,22 +10,10 @@ from django.db import transaction
 
 from memories import hooks, services
 from memories.actors import Actor
-from memories.hooks import MemoriesChanged, memories_changed
+from memories.hooks import memories_changed
 
 pytestmark = pytest.mark.django_db
 SYSTEM = Actor.system("tests")
-
-
-@pytest.fixture
-def heard():
-    changes: list[MemoriesChanged] = []
-
-    def listen(*, change: MemoriesChanged, **kwargs):
-        changes.append(change)
-
-    memories_changed.connect(listen, dispatch_uid="tests.heard")
-    yield changes
-    memories_changed.disconnect(dispatch_uid="tests.heard")
 
 
 def test_a_change_is_announced_once_it_commits(

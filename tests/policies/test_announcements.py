@@ -9,7 +9,6 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memories.hooks import MemoriesChanged, memories_changed
 from memories.models import Memory, RunStatus
 from policies.compression import compress_memories
 from policies.consolidation import consolidate_memories
@@ -23,18 +22,6 @@ from tests.policies.support import SYSTEM, set_policy
 from tests.policies.test_compression import LONG
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def heard():
-    changes: list[MemoriesChanged] = []
-
-    def listen(*, change: MemoriesChanged, **kwargs):
-        changes.append(change)
-
-    memories_changed.connect(listen, dispatch_uid="tests.announcements")
-    yield changes
-    memories_changed.disconnect(dispatch_uid="tests.announcements")
 
 
 def expiry(project, make_memory, make_run, age):
