@@ -570,6 +570,19 @@ def test_preview_names_what_was_dropped_and_why(
     assert dropped[0]["reason"] in response.text
 
 
+def test_preview_names_the_memory_a_near_repeat_repeats(reviewer_client, project, make_memory):
+    rule = "API errors use the shape {error: {code, message, fields}}."
+    first = make_memory(project=project, content=rule, relevance_score=0.9)
+    make_memory(project=project, content=rule + " (seen again in run-002)")
+    response = reviewer_client.get(
+        reverse("review:preview", args=[project.slug]),
+        {"token_budget": 200, "lod": "atomic"},
+    )
+    (row,) = response.context["dropped"]
+    assert (row["reason"], row["repeats"]) == ("similar", first.pk)
+    assert f'href="{reverse("review:memory", args=[first.pk])}">#{first.pk}</a>' in response.text
+
+
 def test_preview_with_a_bad_budget_says_so(reviewer_client, project):
     response = reviewer_client.get(
         reverse("review:preview", args=[project.slug]), {"token_budget": "0"}
