@@ -21,8 +21,12 @@ run: install
 	$(PY) manage.py seed_demo
 	$(PY) manage.py serve
 
+# The pgvector tests need the extension: against a server without it (DATABASE_URL set),
+# they run again on the embedded PostgreSQL, which has it.
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+	if [ -n "$$DATABASE_URL" ]; then \
+		DATABASE_URL= REQUIRE_PGVECTOR=1 $(PY) -m pytest -m pgvector -q $(PYTEST_ARGS); fi
 
 lint: install
 	$(PY) -m ruff check .

@@ -30,21 +30,36 @@ import psycopg
 from django.db import OperationalError, connection, transaction
 
 from memories.matching import scope_lookup, scope_params, tag_match
-from memories.models import Memory, Scope
+from memories.models import Memory, MemoryEmbedding, Scope
 from memories.models.choices import sql_literal
 from memories.statements import server_cursor
 from memories.tags import probe_keys
 
 MEMORIES = Memory._meta.db_table
+EMBEDDINGS = MemoryEmbedding._meta.db_table
 _PROJECT = sql_literal(Scope.PROJECT)
 _RUN = sql_literal(Scope.RUN)
 SCOPE_POOL = 1000
 TEXT_POOL = 200
+# With pgvector, the memories nearest the task in meaning (through the HNSW index) join the
+# pool too: up to this many per source (pgvector's default hnsw.ef_search).
+NEAR_POOL = 40
 # A word of the intent that the table's statistics (ANALYZE's most common elements of
 # match_keys) put in more rows than this says little about relevance, and looking it up
 # would read a posting list that long: it still counts in the text rank of the pool but
 # brings no candidates. Words missing from the statistics are rarer than any listed.
 COMMON_WORD_ROWS = 2000
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """The task's embedding: the model that made it (only its vectors are compared), and,
+    where pgvector's index of that model exists, the vector and its dimensions for the
+    nearest-memory lookup."""
+
+    model: str
+    vector: str | None = None  # pgvector's text form, '[0.1,...]'
+    dimensions: int = 0
 
 
 @dataclass(frozen=True)
@@ -59,6 +74,9 @@ class Source:
     condition: str
     key_filter: str
     params: dict[str, Any] = field(default_factory=dict)
+    # Its rows of the embeddings table (``e``), for the nearest-by-meaning lookup; None for
+    # a source too small to need one.
+    embedding_filter: str | None = None
 
 
 def project_source(project_id: int) -> Source:
@@ -67,13 +85,14 @@ def project_source(project_id: int) -> Source:
         f"m.project_id = %(project_id)s AND m.scope = {_PROJECT}",
         f"m.scope = {_PROJECT}",
         {"project_id": project_id},
+        "e.project_id = %(project_id)s",
     )
 
 
 def global_source() -> Source:
     # Global memories are exactly those without a project (memory_global_iff_no_project):
     # naming the scope too would make the planner believe there are almost none.
-    return Source("g", "m.project_id IS NULL", "true")
+    return Source("g", "m.project_id IS NULL", "true", {}, "e.project_id IS NULL")
 
 
 def run_source(project_id: int, run_id: int) -> Source:
@@ -240,10 +259,16 @@ def candidate_query(
     now: datetime,
     columns: str,
     left_out: int = 0,
+    meaning: Meaning | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """SQL and parameters of the ranked candidates; ``columns`` of ``m`` (the memory) to
     return besides ``source`` (the index of its source), ``tag_match``, ``text_rank``,
     ``quality`` and ``usable``.
+
+    With ``meaning``, each row also has ``embedding``: its fresh vector by that model (as
+    ``array_send`` gives a ``real[]``; NULL without one), read for the rows returned only.
+    With pgvector's index (``meaning.vector``), the NEAR_POOL memories of each source nearest
+    the task join the pool and rank after the matches of its words, before the others.
 
     With ``left_out``, the same statement also returns, with ``usable`` false and in no
     particular order, up to that many of the active write-scope matches that the usable
@@ -267,6 +292,10 @@ def candidate_query(
     # found by words or quality may match too, when the scope had more than SCOPE_POOL).
     tag_matches: list[str] = []
     text_ranks: list[str] = []
+    nearest: list[str] = []
+    if meaning is not None:
+        params["model"] = meaning.model
+        params["meaning"] = meaning.vector
     for i, source in enumerate(sources):
         params.update(source.params)
         params[f"owner_{i}"] = source.owner
@@ -299,6 +328,15 @@ def candidate_query(
                 f"({by_word} AND cardinality((SELECT words FROM words_{i})) > 0"
                 f" AND m.match_keys @> {_word_keys(i)} LIMIT {TEXT_POOL})"
             )
+        if meaning is not None and meaning.vector and source.embedding_filter:
+            vector = f"vector({int(meaning.dimensions)})"
+            ctes.append(
+                f"near_{i} AS (SELECT e.memory_id AS id FROM {EMBEDDINGS} e"
+                f" WHERE e.model = %(model)s AND {source.embedding_filter}"
+                f" ORDER BY e.vector::{vector} <=> %(meaning)s::{vector} LIMIT {NEAR_POOL})"
+            )
+            nearest.append(f"SELECT id FROM near_{i}")
+            branches.append(f"({usable(source.condition)} AND m.id IN (SELECT id FROM near_{i}))")
         branches.append(
             f"({usable(source.condition)}"
             " ORDER BY m.confidence * m.relevance_score DESC, m.id LIMIT %(size)s)"
@@ -313,16 +351,27 @@ def candidate_query(
         ctes.insert(0, _QUERY)
     ctes.append("pool AS (" + "\n  UNION ".join(branches) + ")")
     pool_match = f"CASE pool.source {' '.join(tag_matches)} END"
+    # With a model, each row's content hash finds its vector (a vector of other words is stale).
+    hashed = ", m.content_hash AS embedded_hash" if meaning is not None else ""
     chosen = (
         f"SELECT {columns}, pool.source, {{tag_match}} AS tag_match, {{rank}} AS text_rank,"
-        " m.confidence * m.relevance_score AS quality, pool.usable"
+        f" m.confidence * m.relevance_score AS quality, pool.usable{hashed}{{embedding}}"
         f" FROM {{pool}} JOIN {MEMORIES} m ON m.id = pool.id"
     )
-    body = chosen.format(tag_match=pool_match, rank=text_rank, pool="pool") + (
+    # Rows found by meaning only rank after the matches of the intent's words.
+    near = f" pool.id IN ({' UNION ALL '.join(nearest)}) DESC," if nearest else ""
+    body = chosen.format(tag_match=pool_match, rank=text_rank, pool="pool", embedding="") + (
         " WHERE pool.usable"
-        " ORDER BY tag_match DESC, text_rank DESC, quality DESC, m.confidence DESC, m.id"
-        " LIMIT %(size)s"
+        f" ORDER BY tag_match DESC, text_rank DESC,{near}"
+        " quality DESC, m.confidence DESC, m.id LIMIT %(size)s"
     )
+    if meaning is not None:
+        # The vectors of the rows returned only.
+        body = (
+            "SELECT ranked.*, array_send(e.vector) AS embedding"
+            f" FROM ({body}) AS ranked LEFT JOIN {EMBEDDINGS} e ON e.memory_id = ranked.id"
+            " AND e.model = %(model)s AND e.content_hash = ranked.embedded_hash"
+        )
     if left_out:
         # Ordered and cut in the pool, so only the rows shown are read again; all of them
         # come from the write-scope lookup.
@@ -331,6 +380,7 @@ def candidate_query(
             rank="0.0::float8",
             pool="(SELECT * FROM pool WHERE NOT pool.usable"
             " ORDER BY pool.confidence DESC, pool.id LIMIT %(left_out)s) AS pool",
+            embedding=", NULL::bytea AS embedding" if meaning is not None else "",
         )
         body = f"SELECT * FROM ({body}) AS ranked UNION ALL {left}"
     return f"WITH {', '.join(ctes)}\n{body}", params

@@ -25,6 +25,7 @@ class Weights:
     scope: float = 2.0
     entities: float = 1.0
     text: float = 0.5
+    semantic: float = 0.5
     quality: float = 1.0
     recency: float = 0.2
 
@@ -43,6 +44,7 @@ class Candidate:
     recency: float  # 0..1
     scope: float = 0.0  # how well its tags fit the write scope, 0..1 (assembly.scope)
     entities: float = 0.0  # the share of the request's entities it mentions (assembly.entities)
+    semantic: float = 0.0  # cosine of its embedding with the task's, 0..1 (memories.embeddings)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,7 @@ def score(candidate: Candidate, weights: Weights, *, text_top: float = 1.0) -> S
         "scope": round(candidate.scope, 6),
         "entities": round(candidate.entities, 6),
         "text_relevance": round(text, 6),
+        "semantic": round(candidate.semantic, 6),
         "quality": round(candidate.confidence * candidate.relevance_score, 6),
         "recency": round(candidate.recency, 6),
     }
@@ -88,6 +91,7 @@ def score(candidate: Candidate, weights: Weights, *, text_top: float = 1.0) -> S
         weights.scope * parts["scope"]
         + weights.entities * parts["entities"]
         + weights.text * parts["text_relevance"]
+        + weights.semantic * parts["semantic"]
         + weights.quality * parts["quality"]
         + weights.recency * parts["recency"]
     )

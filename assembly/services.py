@@ -21,6 +21,7 @@ from assembly.packing import LODS, Packed, Weights, pack, rank
 from assembly.render import PROMPT_PARTS, render_prompt
 from assembly.results import Context, ContextWarning, Coverage, Dropped, Item, Metadata
 from assembly.sources import SOURCES, SourceResult, fetch
+from memories import embeddings
 from memories import services as memory_services
 from memories.actors import Actor
 from memories.models import MemoryPolicy, Project, Run
@@ -255,6 +256,8 @@ def _assemble(
     now = timezone.now()
     time_budget = request.time_budget_ms or settings.ASSEMBLY_TIME_BUDGET_MS
     results: list[SourceResult] = []
+    # The task's meaning, embedded once for all sources (None with semantic ranking off).
+    meaning = embeddings.query_vector(" ".join([request.intent, *request.entities]).strip())
     for source in SOURCES:
         if source not in request.sources:
             continue
@@ -273,6 +276,7 @@ def _assemble(
                 limit=limit,
                 timeout_ms=int(remaining),
                 now=now,
+                meaning=meaning,
                 left_out=EXCLUDED_SHOWN if source == "project" else 0,
             )
         )
@@ -281,6 +285,7 @@ def _assemble(
         scope=policy.weight_scope,
         entities=policy.weight_entities,
         text=policy.weight_text,
+        semantic=policy.weight_semantic,
         quality=policy.weight_quality,
         recency=policy.weight_recency,
     )

@@ -8,8 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
+
 from assembly.candidates import (
     Cancelled,
+    Meaning,
     Source,
     candidate_query,
     fetch_dicts,
@@ -21,6 +24,7 @@ from assembly.entities import entity_share
 from assembly.metrics import SOURCE_ERRORS, SOURCE_SECONDS
 from assembly.packing import Candidate, recency
 from assembly.scope import scope_grade
+from memories import embeddings
 from memories.models import Project, Run
 
 SOURCES = ("run", "project", "global")
@@ -74,11 +78,14 @@ def fetch(
     timeout_ms: int,
     now: datetime,
     left_out: int = 0,
+    meaning: np.ndarray | None = None,
 ) -> SourceResult:
     """The best candidates of one source, ranked in SQL (assembly.candidates): write-scope
     matches first, then matches of the intent, then confidence x relevance; at most a
     bounded number of rows, read through indexes whatever the project's size. With
-    ``left_out``, also up to that many write-scope matches the usable rule leaves out."""
+    ``left_out``, also up to that many write-scope matches the usable rule leaves out.
+    With ``meaning`` (the task's embedding), each candidate's semantic part is the cosine of
+    its embedding with it (0 without a fresh one, never below 0)."""
     described = candidate_source(source, project=project, run=run)
     if described is None:
         return SourceResult(source, [])
@@ -93,6 +100,7 @@ def fetch(
         now=now,
         columns=_COLUMNS,
         left_out=left_out,
+        meaning=_meaning(meaning),
     )
     started = _clock()
     try:
@@ -107,6 +115,11 @@ def fetch(
         SOURCE_SECONDS.labels(source).observe((_clock() - started) / 1000)
     half_life = policy.recency_half_life_days
     usable = [row for row in found if row["usable"]]
+    semantic = (
+        embeddings.similarities(meaning, [row["embedding"] for row in usable])
+        if meaning is not None
+        else [0.0] * len(usable)
+    )
     return SourceResult(
         source,
         [
@@ -123,14 +136,28 @@ def fetch(
                 recency=recency(row["age_days"], half_life),
                 scope=scope_grade(row["tags"], write_scope) if row["tag_match"] else 0.0,
                 entities=entity_share(entities, row["content"], row["tags"]),
+                semantic=max(0.0, cosine),
             )
-            for row in usable
+            for row, cosine in zip(usable, semantic, strict=True)
         ],
         latency_ms=_clock() - started,
         left_out=sorted(
             (row for row in found if not row["usable"]), key=lambda r: (-r["confidence"], r["id"])
         ),
     )
+
+
+def _meaning(vector: np.ndarray | None) -> Meaning | None:
+    """What the candidate query needs of the task's embedding: the model whose vectors to
+    read, and the vector itself where pgvector's index of that model can find the nearest."""
+    model = embeddings.configured()
+    if vector is None or model is None:
+        return None
+    index = embeddings.nearest_index()
+    if index is None:
+        return Meaning(model.name)
+    literal = "[" + ",".join(f"{x:.6g}" for x in vector.tolist()) + "]"
+    return Meaning(model.name, literal, index[1])
 
 
 def _clock() -> float:

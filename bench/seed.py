@@ -8,6 +8,9 @@ or, for the policy jobs, one million memories spread over 100 projects:
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/memory_policies \\
         .venv/bin/python bench/seed.py --projects=100 1000000
 
+Every memory is then embedded with the configured model (``--no-embeddings`` skips it), and
+the rate and the sizes of the vectors and of the memories table are printed.
+
 All projects live in the one memories table, as in production, beside 2,000 global memories
 that every project sees. Re-running with the same size replaces that project (and the
 global memories).
@@ -31,7 +34,7 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
-from memories import services  # noqa: E402
+from memories import embeddings, services  # noqa: E402
 from memories.models import Project  # noqa: E402
 from memories.tags import tag_keys, tag_patterns  # noqa: E402
 from memories.text import content_hash, summarize  # noqa: E402
@@ -171,11 +174,39 @@ def main(size: int, projects: int = 1) -> None:
     print(f"project ids {project_ids[0]}..{project_ids[-1]}")
 
 
+def embed() -> None:
+    """Embed every memory still without a fresh vector (as ``manage.py embed_memories``),
+    then report the rate and what the vectors take on disk."""
+    started = time.perf_counter()
+    total = sum(embeddings.backfill(batch=1000))
+    seconds = time.perf_counter() - started
+    index = embeddings.create_nearest_index()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_size_pretty(pg_table_size(%s)), pg_size_pretty(pg_indexes_size(%s)),"
+            " pg_size_pretty(pg_table_size('project_memories')),"
+            " pg_size_pretty(pg_indexes_size('project_memories'))",
+            [embeddings.EMBEDDINGS, embeddings.EMBEDDINGS],
+        )
+        vectors, vector_indexes, table, indexes = cursor.fetchone()
+    print(
+        f"embedded {total} memories in {seconds:.1f} s"
+        f" ({total / max(seconds, 1e-9):,.0f} a second);"
+        f" vectors {vectors} + indexes {vector_indexes}"
+        f" ({'with the pgvector index' if index else 'no pgvector'}); memories {table}"
+        f" + indexes {indexes}"
+    )
+
+
 if __name__ == "__main__":
     args = sys.argv[1:] or ["10000"]
     projects = 1
+    embedding = "--no-embeddings" not in args
+    args = [arg for arg in args if arg != "--no-embeddings"]
     if args[0].startswith("--projects="):
         projects = int(args.pop(0).split("=", 1)[1])
     for arg in args:
         main(int(arg), projects)
     seed_global()
+    if embedding:
+        embed()

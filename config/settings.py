@@ -297,6 +297,20 @@ if MEMORY_COMPRESSOR == "llm" and not (MEMORY_COMPRESSOR_URL and MEMORY_COMPRESS
     raise ImproperlyConfigured(
         "MEMORY_COMPRESSOR=llm needs MEMORY_COMPRESSOR_URL and MEMORY_COMPRESSOR_MODEL."
     )
+# Embeddings of memories for semantic ranking (memories.embeddings): "local" (default: the
+# wordllama model shipped in its package, no network), "openai" (an OpenAI-compatible
+# /v1/embeddings endpoint: Ollama, vLLM, text-embeddings-inference, OpenAI) or "off".
+MEMORY_EMBEDDINGS = env_str("MEMORY_EMBEDDINGS", "local")
+MEMORY_EMBEDDINGS_URL = env_str("MEMORY_EMBEDDINGS_URL", "")
+MEMORY_EMBEDDINGS_MODEL = env_str("MEMORY_EMBEDDINGS_MODEL", "")
+MEMORY_EMBEDDINGS_API_KEY = env_str("MEMORY_EMBEDDINGS_API_KEY", "")
+MEMORY_EMBEDDINGS_TIMEOUT = env_int("MEMORY_EMBEDDINGS_TIMEOUT", 10)
+if MEMORY_EMBEDDINGS not in {"local", "openai", "off"}:
+    raise ImproperlyConfigured('MEMORY_EMBEDDINGS must be "local", "openai" or "off".')
+if MEMORY_EMBEDDINGS == "openai" and not (MEMORY_EMBEDDINGS_URL and MEMORY_EMBEDDINGS_MODEL):
+    raise ImproperlyConfigured(
+        "MEMORY_EMBEDDINGS=openai needs MEMORY_EMBEDDINGS_URL and MEMORY_EMBEDDINGS_MODEL."
+    )
 TIKTOKEN_CACHE_DIR = env_path("TIKTOKEN_CACHE_DIR", VAR_DIR / "tiktoken")
 
 # Demo data.

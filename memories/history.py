@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memories import hooks
+from memories import embeddings, hooks
 from memories.actors import Actor
 from memories.models import EventAction, Memory, MemoryEvent, Run, Tier
 from memories.models.choices import sql_literal
@@ -107,11 +107,16 @@ def deleted(memory: Memory, *, actor: Actor, reason: str = "") -> MemoryEvent:
 
 
 def record(events: Sequence[MemoryEvent], *, of_existing: bool = True) -> None:
-    """Write history rows, and announce their memories' change once it commits: with each
+    """Write history rows, embed the memories whose words are new, and announce their
+    memories' change once it commits: with each
     memory's ``changes`` for changes of existing memories, by project only for memories
     that are new or gone (``of_existing=False``)."""
     MemoryEvent.objects.bulk_create(events, batch_size=BATCH_SIZE)
     changes = {e.memory_id: e.changes for e in events} if of_existing else None
+    # New words mean a new embedding, written in the same transaction.
+    embeddings.refresh(
+        [e.memory_id for e in events if e.action != EventAction.DELETED and "content" in e.changes]
+    )
     written({e.project_id for e in events}, changes)
 
 

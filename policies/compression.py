@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from memories import history
+from memories import embeddings, history
 from memories.actors import Actor
 from memories.models import EventAction
 from memories.services import uses
@@ -140,6 +140,11 @@ def compress_memories(
             cursor.execute(_COMPRESS_WRITE, {**common, **columns})
             counts = changed_counts(cursor.fetchall())
             history.written(counts)
+        # The shorter words get their embedding (a row another writer changed meanwhile
+        # is not stale, and is left alone).
+        embeddings.refresh(
+            [i for i, short in zip(columns["ids"], columns["contents"], strict=True) if short]
+        )
         result.add(counts)
         after = last
     return result

@@ -1,7 +1,13 @@
-"""Helpers for tests that start the project's own processes (gunicorn, a Celery worker)."""
+"""Helpers for tests that start real processes and servers: the project's own (gunicorn, a
+Celery worker) and the endpoints it calls."""
 
 from __future__ import annotations
 
+import http.server
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from urllib.parse import quote
 
 from django.db import connection
@@ -19,3 +25,36 @@ def database_url() -> str:
         return f"postgres://{user}{password}@/{name}?host={quote(host, safe='')}"
     port = f":{database['PORT']}" if database["PORT"] else ""
     return f"postgres://{user}{password}@{host}{port}/{name}"
+
+
+@contextmanager
+def json_endpoint(
+    reply: Callable[[str, dict], tuple[int, dict]],
+) -> Iterator[tuple[str, list[dict]]]:
+    """A real local HTTP server for the OpenAI-compatible endpoints the service can call:
+    each POST's JSON body (with its path and Authorization header) is kept in the list, and
+    ``reply(path, body)`` gives the status and JSON answer. Yields its ``/v1`` base URL."""
+    seen: list[dict] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append({"path": self.path, "auth": self.headers["Authorization"], **body})
+            status, answer = reply(self.path, body)
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1", seen
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -14,6 +14,7 @@ from memories.models.choices import (
     Source,
     Tier,
 )
+from memories.models.embeddings import MemoryEmbedding
 from memories.models.events import MemoryEvent
 from memories.models.keys import ApiKey, IdempotencyRecord
 from memories.models.memory import Memory, RunMemory
@@ -29,6 +30,7 @@ __all__ = [
     "EventAction",
     "IdempotencyRecord",
     "Memory",
+    "MemoryEmbedding",
     "MemoryEvent",
     "MemoryPolicy",
     "MemoryType",

@@ -6,10 +6,12 @@ import pytest
 from django.db import connection
 
 from memories import services as memory_services
-from memories.models import EventAction, Memory
+from memories.models import EventAction, Memory, MemoryEmbedding
+from memories.text import content_hash
 from policies.compression import compress_memories
 from policies.compressors import ExtractiveCompressor
 from tests.policies.support import SYSTEM, events, fresh, set_policy
+from tests.support import json_endpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -85,35 +87,29 @@ def test_compression_leaves_a_memory_edited_meanwhile(project, make_memory, age)
     assert not events(memory, EventAction.COMPRESSED)
 
 
+def test_a_compressed_memory_is_embedded_again(project, make_memory, age):
+    memory = make_memory(project=project, content=LONG)
+    age([memory], created=100)
+    set_policy(project, compress_min_tokens=20)
+    assert compress_memories().total == 1
+    assert (
+        MemoryEmbedding.objects.get(memory_id=memory.pk).content_hash
+        == fresh(memory).content_hash
+        != content_hash(LONG)
+    )
+
+
 @pytest.fixture
 def chat_endpoint():
     """A local OpenAI-compatible chat completions server answering ``answer["content"]``."""
-    import http.server
-    import json
-    import threading
-
-    seen: list[dict] = []
     answer = {"content": "Unmerge Excel cells; convert serial dates to UTC.", "status": 200}
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append({"path": self.path, "auth": self.headers["Authorization"], **body})
-            reply = {"choices": [{"message": {"role": "assistant", "content": answer["content"]}}]}
-            data = json.dumps(reply).encode()
-            self.send_response(answer["status"])
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def reply(path, body):
+        message = {"role": "assistant", "content": answer["content"]}
+        return answer["status"], {"choices": [{"message": message}]}
 
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/v1", seen, answer
-    server.shutdown()
+    with json_endpoint(reply) as (base, seen):
+        yield base, seen, answer
 
 
 def test_an_openai_compatible_endpoint_can_compress_and_falls_back_when_it_fails(chat_endpoint):
