@@ -18,6 +18,7 @@ through the ORM cost more time than running it.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -130,10 +131,15 @@ _COMMON_WORDS = f"""
             SELECT reltuples FROM pg_class WHERE oid = '{MEMORIES}'::regclass
         ) > %s"""
 # Each owner's number of active memories and their mean number of distinct words (BM25's N
-# and average length), read at most every COMMON_WORDS_SECONDS per process as well.
+# and average length), read at most every COMMON_WORDS_SECONDS per process as well, from at
+# most OWNER_SAMPLE rows: an owner with more has its count estimated by the planner (from the
+# table's statistics), so the cost does not grow with the project.
+OWNER_SAMPLE = 10000
 _OWNER_STATS = f"""
-    SELECT count(*), coalesce(avg(length(m.search_vector)), 1)
-    FROM {MEMORIES} m WHERE m.active AND {{owner}}"""
+    SELECT count(*), coalesce(avg(length(s.search_vector)), 1) FROM (
+        SELECT m.search_vector FROM {MEMORIES} m WHERE m.active AND {{owner}}
+        LIMIT {{sample}}) AS s"""
+_OWNER_ESTIMATE = f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {MEMORIES} m WHERE m.active AND {{owner}}"
 COMMON_WORDS_SECONDS = 300.0
 _common_words: dict[str, Any] = {"read_at": None, "by_owner": {}, "stats": {}}
 
@@ -162,15 +168,20 @@ def common_word_rows(owner: str) -> dict[str, float]:
 
 
 def owner_stats(owner: str) -> tuple[int, float]:
-    """``owner``'s number of active memories and mean number of distinct words."""
+    """``owner``'s number of active memories and mean number of distinct words (both from at
+    most OWNER_SAMPLE rows; beyond, the number is the planner's estimate)."""
     stats = _statistics()["stats"]
     if owner not in stats:
         condition = "m.project_id IS NULL" if owner == "g" else "m.project_id = %s"
+        values = [] if owner == "g" else [int(owner)]
         with connection.cursor() as cursor:
-            cursor.execute(
-                _OWNER_STATS.format(owner=condition), [] if owner == "g" else [int(owner)]
-            )
+            cursor.execute(_OWNER_STATS.format(owner=condition, sample=OWNER_SAMPLE), values)
             count, mean_length = cursor.fetchone()
+            if count >= OWNER_SAMPLE:
+                cursor.execute(_OWNER_ESTIMATE.format(owner=condition), values)
+                plan = cursor.fetchone()[0]
+                plan = json.loads(plan) if isinstance(plan, str) else plan
+                count = max(count, int(plan[0]["Plan"]["Plan Rows"]))
         stats[owner] = (int(count), max(float(mean_length), 1.0))
     return stats[owner]
 

@@ -74,3 +74,26 @@ def test_a_deadline_applies_to_its_statement_only(in_transaction):
         candidates.fetch_dicts("SELECT pg_sleep(1)", {}, timeout_ms=20)
     assert show_statement_timeout() == default
     assert candidates.fetch_dicts("SELECT 1 AS one", {}) == [{"one": 1}]
+
+
+def rows_read() -> int:
+    """Rows of the memories table this transaction has read so far."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0)"
+            " FROM pg_stat_xact_user_tables WHERE relname = 'project_memories'"
+        )
+        return cursor.fetchone()[0]
+
+
+def test_the_bm25_statistics_of_a_large_project_read_a_bounded_sample(crowded_project, monkeypatch):
+    monkeypatch.setattr(candidates, "OWNER_SAMPLE", 10)
+    before = rows_read()
+    docs, mean_length = candidates.owner_stats(str(crowded_project.pk))
+    assert rows_read() - before <= 10
+    # Beyond the sample, the number of memories is the planner's (after ANALYZE: exact here).
+    assert docs == 76
+    assert mean_length >= 2
+    monkeypatch.setattr(candidates, "OWNER_SAMPLE", 1000)
+    candidates.forget_common_words()
+    assert candidates.owner_stats(str(crowded_project.pk))[0] == 76
