@@ -545,6 +545,7 @@ def test_preview_shows_what_the_agent_would_get_and_records_nothing(
     # Each chosen memory's score parts, named in words.
     assert "scope 1.00" in response.text or "scope 0." in response.text
     assert "text relevance" in response.text
+    assert "semantic 0." in response.text
     rule.refresh_from_db()
     assert rule.access_count == 0
     assert not rule.given_to.exists()
