@@ -152,7 +152,9 @@ class DroppedOut(serializers.Serializer):
 
 
 class WarningOut(serializers.Serializer):
-    code = serializers.ChoiceField(choices=["BUDGET_EXCEEDED", "SOURCE_TIMEOUT"])
+    code = serializers.ChoiceField(
+        choices=["BUDGET_EXCEEDED", "SOURCE_TIMEOUT", "SEMANTIC_UNAVAILABLE"]
+    )
     message = serializers.CharField()
 
 

@@ -115,6 +115,10 @@ def _shares(project: Project, request: ContextRequest) -> dict[str, Share]:
     return {name: share for name, share in shares.items() if name in request.sources}
 
 
+# Warnings of an answer that lacks a part: never kept in the cache.
+DEGRADED = frozenset({"SOURCE_TIMEOUT", "SEMANTIC_UNAVAILABLE"})
+
+
 def context_assemble(
     *,
     project: Project,
@@ -160,8 +164,9 @@ def context_assemble(
                 cached, run, cache_hit=True, started=started, defer=defer, record=record
             )
     result = _assemble(project, request, run, write_scope, pool, limit, started)
-    timed_out = any(w.code == "SOURCE_TIMEOUT" for w in result.metadata.warnings)
-    if lookup and not timed_out:
+    # An answer missing a part (a source too slow, no meaning) is not served again.
+    degraded = any(w.code in DEGRADED for w in result.metadata.warnings)
+    if lookup and not degraded:
         answer = cache.Answer(
             result=None if encode else result,
             body=encode(result) if encode else None,
@@ -256,8 +261,10 @@ def _assemble(
     now = timezone.now()
     time_budget = request.time_budget_ms or settings.ASSEMBLY_TIME_BUDGET_MS
     results: list[SourceResult] = []
-    # The task's meaning, embedded once for all sources (None with semantic ranking off).
-    meaning = embeddings.query_vector(" ".join([request.intent, *request.entities]).strip())
+    # The task's meaning, embedded once for all sources (None with semantic ranking off); a
+    # remote model may take at most half the time budget.
+    task = " ".join([request.intent, *request.entities]).strip()
+    meaning = embeddings.query_vector(task, timeout=time_budget / 2000)
     for source in SOURCES:
         if source not in request.sources:
             continue
@@ -318,6 +325,13 @@ def _assemble(
             warnings.append(
                 ContextWarning("SOURCE_TIMEOUT", f"The {r.source} source was too slow.")
             )
+    if meaning is None and task and embeddings.configured() is not None:
+        warnings.append(
+            ContextWarning(
+                "SEMANTIC_UNAVAILABLE",
+                "The embedding model did not answer in time; ranked without meaning.",
+            )
+        )
     return Context(
         text=packed.text,
         items=_items(packed),

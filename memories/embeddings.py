@@ -33,8 +33,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -58,8 +59,9 @@ _TEXT_CHARS = 4000
 class Embedder(Protocol):
     name: str  # names the vector space: vectors of different names are never compared
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """One unit vector (float32) per text."""
+    def embed(self, texts: Sequence[str], timeout: float | None = None) -> np.ndarray:
+        """One unit vector (float32) per text; a remote model gives up after ``timeout``
+        seconds (EmbeddingUnavailable)."""
 
 
 class EmbeddingUnavailable(Exception):
@@ -95,7 +97,7 @@ class LocalEmbedder:
                     )
         return self._model
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], timeout: float | None = None) -> np.ndarray:
         if not texts:
             return np.zeros((0, 256), dtype=np.float32)
         return unit(self._loaded().embed(list(texts), norm=True))
@@ -113,14 +115,14 @@ class EndpointEmbedder:
         self.timeout = timeout
         self.name = f"{model}@{url.rstrip('/')}"[:200]
 
-    def _ask(self, texts: Sequence[str]) -> list[list[float]]:
+    def _ask(self, texts: Sequence[str], timeout: float) -> list[list[float]]:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         body = json.dumps({"model": self.model, "input": list(texts)}).encode()
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 answer = json.load(response)
             data = sorted(answer["data"], key=lambda item: item["index"])
             vectors = [item["embedding"] for item in data]
@@ -130,10 +132,11 @@ class EndpointEmbedder:
             raise EmbeddingUnavailable(f"{self.url}: {len(vectors)} vectors for {len(texts)} texts")
         return vectors
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], timeout: float | None = None) -> np.ndarray:
+        limit = self.timeout if timeout is None else max(0.01, min(timeout, self.timeout))
         vectors: list[list[float]] = []
         for start in range(0, len(texts), self.batch):
-            vectors += self._ask(texts[start : start + self.batch])
+            vectors += self._ask(texts[start : start + self.batch], limit)
         return unit(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
 
 
@@ -160,7 +163,7 @@ def _local() -> LocalEmbedder:
 def _forget(*, setting: str, **kwargs: Any) -> None:
     if setting.startswith("MEMORY_EMBEDDINGS"):
         configured.cache_clear()
-        query_vector.cache_clear()
+        _queries.clear()
         _nearest_index.cache_clear()
 
 
@@ -171,18 +174,34 @@ def memory_text(content: str) -> str:
     return content[:_TEXT_CHARS]
 
 
-@lru_cache(maxsize=2048)
-def query_vector(text: str) -> np.ndarray | None:
-    """The embedding of a task's words by the configured model (remembered per process);
-    None when semantic ranking is off, the text is empty or the model cannot answer."""
+# The tasks' embeddings, remembered per process (a model's answers, never its failures).
+QUERIES_KEPT = 2048
+_queries: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_queries_lock = threading.Lock()
+
+
+def query_vector(text: str, *, timeout: float | None = None) -> np.ndarray | None:
+    """The embedding of a task's words by the configured model; None when semantic ranking
+    is off, the text is empty, or the model cannot answer (within ``timeout`` seconds, for
+    an endpoint): the task is then ranked without meaning, and asked again next time."""
     embedder = configured()
     if embedder is None or not text.strip():
         return None
+    key = (embedder.name, text)
+    with _queries_lock:
+        if key in _queries:
+            _queries.move_to_end(key)
+            return _queries[key]
     try:
-        return embedder.embed([text])[0]
+        vector = embedder.embed([text], timeout=timeout)[0]
     except EmbeddingUnavailable:
         logger.warning("the embedding model failed; ranking without meaning", exc_info=True)
         return None
+    with _queries_lock:
+        _queries[key] = vector
+        while len(_queries) > QUERIES_KEPT:
+            _queries.popitem(last=False)
+    return vector
 
 
 def similarities(query: np.ndarray, stored: Sequence[bytes | None]) -> list[float]:

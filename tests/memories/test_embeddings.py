@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 
 import numpy as np
 import pytest
@@ -94,9 +95,10 @@ def hashed_words(text: str, dimensions: int = 16) -> list[float]:
 
 @pytest.fixture
 def embeddings_endpoint(settings):
-    state = {"status": 200}
+    state = {"status": 200, "delay": 0.0}
 
     def reply(path, body):
+        time.sleep(state["delay"])
         data = [
             {"index": i, "object": "embedding", "embedding": hashed_words(text)}
             for i, text in enumerate(body["input"])
@@ -157,3 +159,42 @@ def test_vectors_of_another_model_are_stale(project, make_memory, embeddings_end
     assert embeddings.refresh([memory.pk]) == 1
     assert stored(memory).model == "wordllama/l2_supercat/256"
     assert len(stored(memory).vector) == 256
+
+
+def test_a_task_the_endpoint_failed_to_embed_is_asked_again(
+    project, make_memory, embeddings_endpoint
+):
+    from assembly.services import ContextRequest, context_assemble
+
+    _, _, state = embeddings_endpoint
+    make_memory(project=project, content="Caching the invoice list.")
+    request = ContextRequest(token_budget=500, intent="invoice caching")
+
+    def semantic():
+        result = context_assemble(project=project, request=request, actor=SYSTEM, record=False)
+        return result.items[0].score_parts["semantic"]
+
+    state["status"] = 503
+    assert semantic() == 0.0
+    state["status"] = 200
+    assert semantic() > 0.5  # neither the failure nor the answer without meaning was kept
+
+
+def test_a_slow_endpoint_cannot_hold_a_request_past_its_time_budget(
+    project, make_memory, embeddings_endpoint
+):
+    from assembly.services import ContextRequest, context_assemble
+
+    _, _, state = embeddings_endpoint
+    make_memory(project=project, content="Caching the invoice list.")
+    state["delay"] = 3.0
+    started = time.monotonic()
+    result = context_assemble(
+        project=project,
+        request=ContextRequest(token_budget=500, intent="slow invoice caching", time_budget_ms=400),
+        actor=SYSTEM,
+        record=False,
+    )
+    assert time.monotonic() - started < 1.5
+    assert result.items[0].score_parts["semantic"] == 0.0
+    assert [w.code for w in result.metadata.warnings] == ["SEMANTIC_UNAVAILABLE"]
