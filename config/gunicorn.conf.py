@@ -46,6 +46,14 @@ _metrics_dir.mkdir(parents=True)
 gc.disable()
 
 
+def when_ready(server: object) -> None:
+    # The offline embedding model is loaded once here, before the workers fork: they share
+    # it, and no request waits for it.
+    from memories import embeddings
+
+    embeddings.warm()
+
+
 def child_exit(server: object, worker: object) -> None:
     from prometheus_client import multiprocess
 

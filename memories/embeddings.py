@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import threading
 import time
 import urllib.error
@@ -48,6 +49,8 @@ from memories.models import Memory, MemoryEmbedding
 from memories.statements import server_cursor
 
 logger = logging.getLogger(__name__)
+# The tokenizer's threads do not survive a fork (gunicorn's and Celery's workers are forked).
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 MEMORIES = Memory._meta.db_table
 EMBEDDINGS = MemoryEmbedding._meta.db_table
@@ -158,6 +161,12 @@ def configured() -> Embedder | None:
 @cache
 def _local() -> LocalEmbedder:
     return LocalEmbedder()  # one loaded model per process, whatever the settings do
+
+
+def warm() -> None:
+    """Load the offline model now (a server does so before it forks its workers)."""
+    if isinstance(configured(), LocalEmbedder):
+        _local().embed(["warm"])
 
 
 def _forget(*, setting: str, **kwargs: Any) -> None:
