@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assembly.diversity import Seen, repeats, tokens
 
@@ -36,3 +38,29 @@ def test_seen_names_the_better_ranked_text_repeated():
     seen.keep(2, RULE)
     assert seen.repeated(RULE + " (seen again in run-004)") == 2
     assert seen.repeated("Migrations lock the events table.") is None
+
+
+WORDS = ["a", "b", "c", "d", "e", "f", "g", "h", "v1", "src/x", "id_7"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(WORDS), min_size=0, max_size=9), min_size=1, max_size=12
+    ),
+    threshold=st.sampled_from([0.0, 0.5, 0.8, 0.9, 1.0]),
+)
+def test_the_index_finds_exactly_what_comparing_with_every_kept_text_finds(texts, threshold):
+    seen = Seen(threshold)
+    kept: dict[int, frozenset[str]] = {}
+    for key, words in enumerate(texts):
+        text = " ".join(words)
+        new = tokens(text)
+        expected = min(
+            (k for k, old in kept.items() if new & old and repeats(new, old, threshold)),
+            default=None,
+        )
+        assert seen.repeated(text) == expected
+        if expected is None:
+            seen.keep(key, text)
+            kept[key] = new
