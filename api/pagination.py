@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from django.db import models
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
@@ -29,15 +31,35 @@ class NamedCursorPagination(CursorPagination):
             )
         return min(int(raw), self.max_page_size)
 
+    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> Any:
+        self.model = queryset.model  # whose field the cursor's position is a value of
+        return super().paginate_queryset(queryset, request, view)
+
     def decode_cursor(self, request: Request) -> Any:
         if request.query_params.get(self.cursor_query_param) == "":
             raise ValidationError({"cursor": ["Empty cursor: leave it out for the first page."]})
         try:
-            return super().decode_cursor(request)
+            cursor = super().decode_cursor(request)
+            if cursor is not None and cursor.position is not None:
+                self._check_position(cursor.position)
+            return cursor
         except Exception as error:  # DRF raises NotFound for a bad cursor; it is bad input
             raise ValidationError(
                 {"cursor": ["Invalid cursor: use the `next` URL as given."]}
             ) from error
+
+    def _check_position(self, position: str) -> None:
+        """A position the database can compare with the first ordering field (a hand-made
+        cursor could hold any text): raises on a value of the wrong type or range."""
+        name = self.ordering[0].lstrip("-")
+        field = self.model._meta.get_field(name)
+        value = field.to_python(position)
+        if isinstance(value, int) and not -(2**63) <= value < 2**63:
+            raise ValueError(f"{name} out of range")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{name} is not a finite number")
+        if isinstance(field, models.DateTimeField) and value is None:
+            raise ValueError(f"{name} is not a date and time")
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         return [

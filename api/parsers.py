@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import io
+import sys
 from typing import Any
 
 from django.conf import settings
+from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
 from api.errors import RequestTooLarge
@@ -21,4 +23,10 @@ class LimitedJSONParser(JSONParser):
         body = stream.read(limit + 1) if stream is not None else b""
         if len(body) > limit:
             raise RequestTooLarge(f"The body is over the limit of {limit} bytes.")
-        return super().parse(io.BytesIO(body), media_type, parser_context)
+        try:
+            return super().parse(io.BytesIO(body), media_type, parser_context)
+        except RecursionError as error:
+            raise ParseError(
+                f"JSON parse error - nested more than about {sys.getrecursionlimit()} levels"
+                " deep: send a flatter document."
+            ) from error

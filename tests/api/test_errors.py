@@ -236,3 +236,40 @@ def test_a_reason_may_be_blank(agent, reviewer_client, project, make_memory):
         url(project, "memories", memory.pk, "reject"), {"reason": "\x1c"}, format="json"
     )
     assert response.status_code == 200
+
+
+@pytest.mark.parametrize(("path", "field"), [("memories", "tags"), ("context", "writeScope")])
+def test_json_nested_too_deeply_is_a_400(agent, project, path, field):
+    deep = "[" * 1000 + "]" * 1000
+    body = f'{{"type": "warning", "content": "x", "tokenBudget": 100, "{field}": {deep}}}'
+    response = agent.post(url(project, path), body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert "nested" in response.json()["error"]["message"]
+    assert not Memory.objects.exists()
+
+
+def cursor(query: str) -> str:
+    import base64
+
+    return base64.b64encode(query.encode()).decode()
+
+
+@pytest.mark.parametrize(
+    ("path", "query"),
+    [
+        ("memories", "p=notanumber"),
+        ("memories", "p=1e400"),
+        ("memories", "o=1&p=2026-13-45T99:00:00Z"),
+        ("memories?ordering=confidence", "p=notanumber"),
+        ("memories?ordering=accessCount", "p=1e400"),
+        ("memories?ordering=accessCount", "p=99999999999999999999999"),
+    ],
+)
+def test_a_hand_made_cursor_with_a_bad_position_is_a_400(agent, project, make_memory, path, query):
+    make_memory(project=project)
+    separator = "&" if "?" in path else "?"
+    response = agent.get(url(project, path) + f"{separator}cursor={cursor(query)}")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["fields"] == {
+        "cursor": ["Invalid cursor: use the `next` URL as given."]
+    }
