@@ -28,7 +28,13 @@ from assembly.entities import ENTITY_MAX_CHARS, MAX_ENTITIES
 from assembly.packing import LODS
 from assembly.render import PROMPT_PARTS
 from assembly.results import Context, Dropped
-from assembly.services import FORMATS, ContextRequest, context_assemble, context_replay
+from assembly.services import (
+    FORMATS,
+    MAX_TIME_BUDGET_MS,
+    ContextRequest,
+    context_assemble,
+    context_replay,
+)
 from assembly.sources import SOURCES
 from memories.text import WRITE_SCOPE_ENTRY_MAX_CHARS, WRITE_SCOPE_MAX_ENTRIES
 from memories.tokens import SUPPORTED_ENCODINGS
@@ -81,7 +87,7 @@ class ContextIn(StrictInput):
     )
     limit = StrictIntegerField(min_value=1, max_value=1000, required=False, allow_null=True)
     lod = StrictChoiceField(choices=LODS, required=False, default="adaptive")
-    timeBudgetMs = StrictIntegerField(min_value=1, max_value=60_000, required=False)
+    timeBudgetMs = StrictIntegerField(min_value=1, max_value=MAX_TIME_BUDGET_MS, required=False)
     sources = serializers.ListField(
         child=StrictChoiceField(choices=SOURCES),
         min_length=1,

@@ -115,6 +115,9 @@ def _shares(project: Project, request: ContextRequest) -> dict[str, Share]:
     return {name: share for name, share in shares.items() if name in request.sources}
 
 
+# The longest a request may ask assembly to take: well inside a web worker's timeout (30 s).
+MAX_TIME_BUDGET_MS = 10_000
+
 # Warnings of an answer that lacks a part: never kept in the cache.
 DEGRADED = frozenset({"SOURCE_TIMEOUT", "SEMANTIC_UNAVAILABLE"})
 
@@ -259,7 +262,9 @@ def _assemble(
     started: float,
 ) -> Context:
     now = timezone.now()
-    time_budget = request.time_budget_ms or settings.ASSEMBLY_TIME_BUDGET_MS
+    time_budget = min(
+        request.time_budget_ms or settings.ASSEMBLY_TIME_BUDGET_MS, MAX_TIME_BUDGET_MS
+    )
     results: list[SourceResult] = []
     # The task's meaning, embedded once for all sources (None with semantic ranking off); a
     # remote model may take at most half the time budget.

@@ -24,6 +24,9 @@ loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "warning")
 # A worker that stops answering (a stuck request) is replaced after this many seconds.
 timeout = int(os.environ.get("WEB_TIMEOUT", "30"))
 graceful_timeout = 30
+# A statement of a request is cancelled by PostgreSQL well before the worker would be killed
+# (config/settings.py): the request then ends in a 503 in the error shape, not a lost worker.
+os.environ.setdefault("DATABASE_STATEMENT_TIMEOUT_MS", str(max(1000, min(10, timeout // 2) * 1000)))
 keepalive = 5
 
 # Metrics of every worker add up (ops.metrics): each writes its samples under this folder,

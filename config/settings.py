@@ -100,6 +100,20 @@ _database.setdefault("OPTIONS", {})
 # psycopg prepares only the statements asked to be prepared (memories.statements): a number
 # of runs this large is never reached (None would refuse even those).
 _database["OPTIONS"].setdefault("prepare_threshold", 2**31 - 1)
+# Every statement of this process is cancelled after this long (0: never). The web server
+# sets it well inside its workers' timeout (config/gunicorn.conf.py), so that no request can
+# hold a worker, or a database connection, past it; the jobs keep PostgreSQL's own setting.
+DATABASE_STATEMENT_TIMEOUT_MS = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 0)
+if DATABASE_STATEMENT_TIMEOUT_MS > 0:
+    _database["OPTIONS"]["options"] = " ".join(
+        filter(
+            None,
+            [
+                _database["OPTIONS"].get("options", ""),
+                f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_MS}",
+            ],
+        )
+    )
 _database["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "") or None}
 DATABASES = {"default": _database}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -27,6 +27,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 _WILDCARDS = frozenset("*?")
+# How complex a glob may be. Matching cost grows with the wildcards a pattern holds (each
+# ``**`` may stand for any number of segments), so a pattern holds at most so many; a run of
+# ``**/`` segments says what one does and counts once.
+MAX_DOUBLE_STARS = 4
+MAX_WILDCARDS = 12
+_STARS = re.compile(r"\*{3,}")
+_DOUBLE_STAR_RUN = re.compile(r"(?:\*\*/)+")
+_TRAILING_RUN = re.compile(r"(?:\*\*/)+\*\*(?![^/])")
+_WILDCARD = re.compile(r"\*\*|\*|\?")
 _REGEX_SPECIAL = frozenset(".^$+(){}|\\[]*?")
 
 
@@ -42,9 +51,37 @@ def _escape(ch: str) -> str:
     return "\\" + ch if ch in _REGEX_SPECIAL else ch
 
 
+def collapsed(pattern: str) -> str:
+    """The glob with each run of ``**`` segments (``**/**/``, ``****``) written once: it
+    matches exactly the same paths."""
+    pattern = _STARS.sub("**", pattern)
+    pattern = _DOUBLE_STAR_RUN.sub("**/", pattern)
+    return _TRAILING_RUN.sub("**", pattern)
+
+
+def glob_problem(pattern: str) -> str | None:
+    """Why a glob is too complex to match safely (its wildcards past the limits), or None."""
+    if not is_glob(pattern):
+        return None
+    simple = collapsed(pattern)
+    doubles = simple.count("**")
+    if doubles > MAX_DOUBLE_STARS:
+        return (
+            f"Pattern {pattern[:40]!r}{'...' if len(pattern) > 40 else ''} holds {doubles}"
+            f" separate '**'; the limit is {MAX_DOUBLE_STARS}."
+        )
+    wildcards = len(_WILDCARD.findall(simple))
+    if wildcards > MAX_WILDCARDS:
+        return (
+            f"Pattern {pattern[:40]!r}{'...' if len(pattern) > 40 else ''} holds {wildcards}"
+            f" wildcards; the limit is {MAX_WILDCARDS}."
+        )
+    return None
+
+
 def glob_to_regex(pattern: str) -> str:
     """An anchored regex for a path glob (``*``, ``?``, ``**``)."""
-    pattern = _normalized(pattern)
+    pattern = collapsed(_normalized(pattern))
     if pattern.endswith("/"):
         pattern += "**"
     parts: list[str] = []

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from memories.tags import glob_problem
+
 _KEEP_CONTROL = {"\n", "\t"}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 WRITE_SCOPE_MAX_ENTRIES = 100
@@ -42,9 +44,16 @@ def clean_content(content: object) -> str:
 
 
 def _clean_strings(
-    values: object, *, field: str, noun: str, max_items: int, max_chars: int
+    values: object,
+    *,
+    field: str,
+    noun: str,
+    max_items: int,
+    max_chars: int,
+    patterns: bool = False,
 ) -> list[str]:
-    """A list of stripped, non-empty, unique (first wins) strings, bounded in count and length."""
+    """A list of stripped, non-empty, unique (first wins) strings, bounded in count and length
+    (with ``patterns``, each glob also in complexity: memories.tags.glob_problem)."""
     if values is None:
         return []
     if isinstance(values, str) or not isinstance(values, list | tuple):
@@ -63,6 +72,9 @@ def _clean_strings(
                     f"the limit is {max_chars}."
                 }
             )
+        problem = glob_problem(text) if patterns else None
+        if problem is not None:
+            raise ValidationError({field: problem})
         if text not in cleaned:
             cleaned.append(text)
     if len(cleaned) > max_items:
@@ -77,6 +89,7 @@ def clean_tags(tags: object) -> list[str]:
         noun="tag",
         max_items=settings.MEMORY_MAX_TAGS,
         max_chars=settings.MEMORY_TAG_MAX_CHARS,
+        patterns=True,
     )
 
 
@@ -88,6 +101,22 @@ def clean_write_scope(write_scope: object) -> list[str]:
         noun="write scope entry",
         max_items=WRITE_SCOPE_MAX_ENTRIES,
         max_chars=WRITE_SCOPE_ENTRY_MAX_CHARS,
+        patterns=True,
+    )
+
+
+CHANGED_PATHS_MAX = 500
+
+
+def clean_changed_paths(paths: object) -> list[str]:
+    """The paths (or globs) a commit changed, as a write scope is cleaned."""
+    return _clean_strings(
+        paths,
+        field="paths",
+        noun="path",
+        max_items=CHANGED_PATHS_MAX,
+        max_chars=WRITE_SCOPE_ENTRY_MAX_CHARS,
+        patterns=True,
     )
 
 

@@ -107,13 +107,30 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _cancelled(exc: BaseException | None) -> bool:
+    """PostgreSQL cancelled the statement (its statement timeout)."""
+    while exc is not None:
+        if getattr(exc, "sqlstate", None) == "57014":  # query_canceled
+            return True
+        exc = exc.__cause__
+    return False
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
     """A 500, or a 503 when the database is unreachable: a client may send the request again
     after Retry-After. API paths answer with the error shape, pages with a page."""
     exc = sys.exc_info()[1]
     unavailable = isinstance(exc, UNAVAILABLE)
     status = 503 if unavailable else 500
-    if unavailable:
+    if unavailable and _cancelled(exc):
+        logger.warning("A statement ran past the statement timeout: %s", request.path)
+        code, message = (
+            "too_slow",
+            "The request took longer than the server allows, and was stopped with nothing"
+            " changed. Narrow it (fewer or simpler paths and patterns), or send it again in"
+            f" {RETRY_AFTER_SECONDS} seconds.",
+        )
+    elif unavailable:
         logger.warning("Database unavailable: %s", type(exc).__name__)
         code, message = (
             "unavailable",
