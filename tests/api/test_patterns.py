@@ -123,3 +123,19 @@ def test_web_workers_cancel_statements_well_inside_their_timeout():
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
     )
     assert shown.stdout.strip() == "-c statement_timeout=10000", shown.stderr
+
+
+def test_stored_patterns_with_runs_are_collapsed_by_the_migration(project, make_memory):
+    from importlib import import_module
+
+    from django.apps import apps
+    from django.db import connection
+
+    memory = make_memory(project=project, content="Old.", tags=["src/**/**/**/x.py"])
+    long_form = "^src/(.*/)?(.*/)?(.*/)?x\\.py$"
+    Memory.objects.filter(pk=memory.pk).update(tag_patterns=[long_form])
+    migration = import_module("memories.migrations.0016_collapse_glob_runs")
+    with connection.schema_editor() as editor:
+        migration.collapse(apps, editor)
+    (pattern,) = Memory.objects.get(pk=memory.pk).tag_patterns
+    assert pattern == glob_to_regex("src/**/x.py") != long_form
