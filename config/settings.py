@@ -5,6 +5,7 @@ Every knob has a safe default for local use; `.env.example` lists them all.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
+    "axes",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -63,6 +65,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it answers a locked-out sign-in.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -155,6 +159,18 @@ SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 METRICS_TOKEN = env_str("METRICS_TOKEN")
 
 LOGIN_URL = "login"
+# Sign-in throttling for the review pages and the admin (django-axes): after
+# AXES_FAILURE_LIMIT failed sign-ins for one username from one address, that pair is
+# refused (429) for AXES_COOLOFF_MINUTES, even with the right password; a success resets it.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "locked_out.html"
 LOGIN_REDIRECT_URL = "review:dashboard"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -279,6 +295,12 @@ _shared_cache = (
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "assembly": {**_shared_cache, "KEY_PREFIX": "assembly", "TIMEOUT": 300},
+    # The API's rate-limit counters (api.throttling), seen by every process.
+    "throttle": {
+        **_shared_cache,
+        **({} if CACHE_URL else {"LOCATION": str(VAR_DIR / "throttle")}),
+        "KEY_PREFIX": "throttle",
+    },
 }
 ASSEMBLY_CACHE_SECONDS = env_int("ASSEMBLY_CACHE_SECONDS", 60)
 # Uses of memories (access counts) are noted in this Redis and written in batches

@@ -87,13 +87,16 @@ def buffered(settings):
 
 
 @pytest.fixture(autouse=True)
-def _private_assembly_cache(settings):
-    """Each test gets its own empty in-memory assembly cache."""
+def _private_caches(settings):
+    """Each test gets its own empty in-memory assembly cache and rate-limit counters."""
     settings.CACHES = {
         **settings.CACHES,
-        "assembly": {
-            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-            "LOCATION": f"assembly-{uuid.uuid4().hex}",
+        **{
+            name: {
+                "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                "LOCATION": f"{name}-{uuid.uuid4().hex}",
+            }
+            for name in ("assembly", "throttle")
         },
     }
 

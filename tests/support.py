@@ -3,11 +3,19 @@ Celery worker) and the endpoints it calls."""
 
 from __future__ import annotations
 
+import http.client
 import http.server
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import quote
 
 from django.db import connection
@@ -58,3 +66,58 @@ def json_endpoint(
     finally:
         server.shutdown()
         server.server_close()
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def http_get(port: int, path: str, **headers: str) -> tuple[int, str, dict[str, str]]:
+    """A GET on loopback: its status, body and headers."""
+    client = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        client.request("GET", path, headers=headers)
+        response = client.getresponse()
+        return response.status, response.read().decode(), dict(response.getheaders())
+    finally:
+        client.close()
+
+
+@contextmanager
+def gunicorn_server(var_dir: Path, workers: int = 3, **env: str) -> Iterator[int]:
+    """The production web server (config/gunicorn.conf.py) on a free loopback port, with
+    ``workers`` worker processes, against the test database; yields the port once it answers."""
+    port = free_port()
+    environment = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "DEBUG": "false",
+        "SECRET_KEY": "server-test-only-secret-key-0123456789abcdefghijklmnop",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SECURE_SSL_REDIRECT": "false",
+        "PROMETHEUS_MULTIPROC_DIR": str(var_dir / "metrics"),
+        "VAR_DIR": str(var_dir),
+        "WEB_CONCURRENCY": str(workers),
+        "BIND": f"127.0.0.1:{port}",
+        **env,
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.conf.py", "config.wsgi"],
+        cwd=ROOT, env=environment, start_new_session=True,
+    )  # fmt: skip
+    try:
+        for _ in range(400):
+            try:
+                if http_get(port, "/healthz")[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.05)
+        yield port
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)

@@ -5,6 +5,7 @@ from io import StringIO
 import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
+from django.test import RequestFactory
 
 from memories.models import Memory, MemoryType, ReviewStatus, Run, Source, Tier
 
@@ -37,7 +38,11 @@ def test_seed_demo_covers_every_kind_of_memory(settings):
     assert last_line == (
         f"Reviewer login: username {settings.DEMO_USERNAME} password {settings.DEMO_PASSWORD}"
     )
-    user = authenticate(username=settings.DEMO_USERNAME, password=settings.DEMO_PASSWORD)
+    user = authenticate(
+        RequestFactory().post("/accounts/login/"),
+        username=settings.DEMO_USERNAME,
+        password=settings.DEMO_PASSWORD,
+    )
     assert user is not None
     assert user.is_staff
     assert user.has_perm("memories.review_memory")

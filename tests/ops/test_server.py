@@ -2,68 +2,24 @@
 
 from __future__ import annotations
 
-import http.client
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
 from tests.ops.test_ops import _sample
-from tests.support import database_url
+from tests.support import gunicorn_server, http_get
 
-ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "metrics-token-for-the-test-0123456789"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _get(port: int, path: str, **headers: str) -> tuple[int, str, str]:
-    client = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        client.request("GET", path, headers=headers)
-        response = client.getresponse()
-        return response.status, response.read().decode(), response.getheader("X-Request-ID", "")
-    finally:
-        client.close()
+    status, body, response_headers = http_get(port, path, **headers)
+    return status, body, response_headers.get("X-Request-ID", "")
 
 
 @pytest.mark.django_db
 def test_counters_are_right_with_several_worker_processes(tmp_path):
-    port = _free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url(),
-        "DEBUG": "false",
-        "SECRET_KEY": "server-test-only-secret-key-0123456789abcdefghijklmnop",
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "SECURE_SSL_REDIRECT": "false",
-        "METRICS_TOKEN": TOKEN,
-        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
-        "VAR_DIR": str(tmp_path),
-        "WEB_CONCURRENCY": "3",
-        "BIND": f"127.0.0.1:{port}",
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.conf.py", "config.wsgi"],
-        cwd=ROOT, env=env, start_new_session=True,
-    )  # fmt: skip
-    try:
-        for _ in range(200):
-            try:
-                if _get(port, "/healthz")[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.05)
+    with gunicorn_server(tmp_path, METRICS_TOKEN=TOKEN) as port:
         # At once, so that every worker is busy and each takes some.
         with ThreadPoolExecutor(20) as pool:
             ids = set(
@@ -91,6 +47,3 @@ def test_counters_are_right_with_several_worker_processes(tmp_path):
             _sample(again, "http_requests_total", method="GET", endpoint="metrics", status="200")
             >= 1
         )
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
