@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from api.errors import ConflictError
 from memories.models import IdempotencyRecord, Project
+from memories.secrets import scan
 
 HEADER = "Idempotency-Key"
 KEY_PATTERN = r"^[!-~]{1,200}$"  # 1 to 200 visible ASCII characters: a UUID fits
@@ -39,6 +40,14 @@ def idempotent(request: Request, project: Project, produce: Callable[[], Respons
     if not re.fullmatch(KEY_PATTERN, key):
         raise ValidationError(
             {HEADER: ["Must be 1 to 200 visible ASCII characters with no spaces, e.g. a UUID."]}
+        )
+    if scan(key, HEADER):
+        raise ValidationError(
+            {
+                HEADER: [
+                    "Looks like a secret: send a random id (e.g. a UUID) as the Idempotency-Key."
+                ]
+            }
         )
     fingerprint = _fingerprint(request)
     with transaction.atomic():

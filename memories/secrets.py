@@ -14,6 +14,7 @@ where) or redacts each finding before storage (recorded in the memory's history)
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -66,6 +67,14 @@ _RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
         "GitHub Token",
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
         0,
+    ),
+    (
+        "Authorization Header",
+        re.compile(
+            r"(?i)\b(?:proxy-)?authorization\s*[:=]\s*(?:basic|bearer|token|digest|negotiate)"
+            r"\s+([A-Za-z0-9+/=._\-~]{8,})"
+        ),
+        1,
     ),
     (
         "Secret Assignment",
@@ -135,16 +144,36 @@ def _detector_spans(line: str) -> Iterator[tuple[str, int, int]]:
 
 def _rule_spans(line: str) -> Iterator[tuple[str, int, int]]:
     for kind, pattern, group in _RULES:
-        for match in pattern.finditer(line):
+        position = 0
+        while (match := pattern.search(line, position)) is not None:
             value = match.group(group)
-            if group and _NOT_A_SECRET.match(value):
+            named = kind == "Secret Assignment" and value[-1] in ":="
+            if group and (named or _NOT_A_SECRET.match(value)):
+                # Not a secret, but perhaps the name of one ("secret: aws_secret_access_key
+                # = ...", "password: db_password: ..."): look again from the value on.
+                position = match.start(group)
                 continue
             yield kind, match.start(group), match.end(group)
+            position = match.end()
+
+
+# Characters a reader does not see: format characters (soft hyphen, zero-width space and
+# joiners, bidi controls, word joiner, byte-order mark, tag characters).
+_INVISIBLE = "Cf"
+
+
+def visible(text: str) -> str:
+    """``text`` as a person reads it: invisible characters removed, compatibility forms
+    (full-width letters, ligatures) folded by NFKC. Secrets are looked for in this form."""
+    shown = "".join(ch for ch in text if unicodedata.category(ch) != _INVISIBLE)
+    return unicodedata.normalize("NFKC", shown)
 
 
 def scan(text: str, field: str) -> list[Finding]:
-    """The secrets in ``text``, first to last, overlapping findings merged (the first kind
-    found names them). A private key runs from its BEGIN line to its END line."""
+    """The secrets in ``text`` as a person reads it (``visible``: positions are in that
+    form), first to last, overlapping findings merged (the first kind found names them). A
+    private key runs from its BEGIN line to its END line."""
+    text = visible(text)
     spans: list[tuple[int, int, str]] = []
     offset = 0
     for line in text.splitlines(keepends=True):
@@ -224,7 +253,8 @@ def scrub(values: dict[str, str | list[str]], mode: str) -> Scrubbed:
             if found:
                 findings.setdefault(name, []).extend(found)
                 redacted.extend(found)
-            cleaned.append(redact(item, found) if found else item)
+            # A redacted value is stored as it reads (the positions are in that form).
+            cleaned.append(redact(visible(item), found) if found else item)
         scrubbed[name] = cleaned if isinstance(value, list) else cleaned[0]
     if findings and mode != SecretsPolicy.REDACT:
         raise ValidationError(

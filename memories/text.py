@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from memories.secrets import visible
 from memories.tags import glob_problem
 
 _KEEP_CONTROL = {"\n", "\t"}
@@ -33,7 +34,7 @@ def clean_content(content: object) -> str:
     if not isinstance(content, str):
         raise ValidationError({"content": "Content must be a string."})
     cleaned = strip_control_characters(content).strip()
-    if not cleaned:
+    if not visible(cleaned).strip():  # nothing a person would see
         raise ValidationError({"content": "Content must not be empty."})
     limit = settings.MEMORY_CONTENT_MAX_CHARS
     if len(cleaned) > limit:

@@ -12,6 +12,7 @@ from memories import history
 from memories.actors import Actor
 from memories.matching import scope_condition
 from memories.models import EventAction, Project
+from memories.services.validation import scrubbed, secrets_mode
 from memories.text import clean_changed_paths
 from policies.runner import (
     BATCH_SIZE,
@@ -79,6 +80,7 @@ def memories_mark_changed(
     ``staleness_penalty`` of confidence (inactive below the deactivation threshold), with
     a ``stale`` history row naming the ref. Posting the same ref again changes nothing."""
     paths = clean_changed_paths(list(paths))
+    ref = scrubbed({"ref": ref}, secrets_mode(project))["ref"]
     match, match_params = scope_condition(str(project.pk), paths)
     sql = _stale_batch(match)
     shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")

@@ -33,6 +33,7 @@ from memories.services.validation import (
     aware_datetime,
     choice,
     default_expiry,
+    scrubbed,
     secrets_mode,
     tag_fields,
     text_fields,
@@ -123,8 +124,11 @@ def memory_update(
         }
     if "tags" in changes:
         text["tags"] = changes["tags"]
-    values, redacted = text_fields(secrets_mode(memory.project), **text)
-    reason = " ".join(part for part in (reason, redacted) if part)
+    mode = secrets_mode(memory.project)
+    values, redacted = text_fields(mode, **text)
+    reason = " ".join(
+        part for part in (scrubbed({"reason": reason}, mode)["reason"], redacted) if part
+    )
     if "content" in values and values["content"] != memory.content:
         # New words are for compression to judge again.
         values["compressed_at"] = None
@@ -184,8 +188,10 @@ def memory_approve(*, memory: Memory, actor: Actor) -> Memory:
 def memories_reject(
     *, memory_ids: Iterable[int], actor: Actor, reason: str = "", now: datetime | None = None
 ) -> ChangeResult:
-    """Human rejection: the memory is set inactive and marked rejected."""
+    """Human rejection: the memory is set inactive and marked rejected. A secret in the
+    reason is redacted (a reviewer's note is never refused)."""
     _require_reviewer(actor)
+    reason = scrubbed({"reason": reason}, SecretsPolicy.REDACT)["reason"]
     return change_memories(
         memory_ids=memory_ids,
         compute=lambda _m: {

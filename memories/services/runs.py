@@ -14,7 +14,13 @@ from django.utils import timezone
 from memories.actors import Actor
 from memories.models import EventAction, Memory, Outcome, Project, Run, RunMemory, RunStatus
 from memories.services.changes import ChangeResult, change_memories
-from memories.services.validation import Conflict, choice, clamp_confidence
+from memories.services.validation import (
+    Conflict,
+    choice,
+    clamp_confidence,
+    scrubbed,
+    secrets_mode,
+)
 from memories.text import clean_write_scope, strip_control_characters
 
 OUTCOME_STEP = 0.1
@@ -37,12 +43,15 @@ def run_start(
     external_id = strip_control_characters(external_id).strip()
     if not external_id:
         raise ValidationError({"external_id": "A run needs an external id."})
-    run = Run(
-        project=project,
-        external_id=external_id,
-        task_title=strip_control_characters(task_title).strip(),
-        write_scope=clean_write_scope(write_scope),
+    text = scrubbed(
+        {
+            "external_id": external_id,
+            "task_title": strip_control_characters(task_title).strip(),
+            "write_scope": clean_write_scope(write_scope),
+        },
+        secrets_mode(project),
     )
+    run = Run(project=project, **text)
     run.full_clean(validate_unique=False, validate_constraints=False)
     try:
         with transaction.atomic():

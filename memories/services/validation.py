@@ -98,6 +98,13 @@ def secrets_mode(project: Project | None) -> str:
     return project.policy.secrets if project is not None else SecretsPolicy.REJECT
 
 
+def scrubbed(values: dict[str, Any], mode: str) -> dict[str, Any]:
+    """Free text other than a memory's own words (a run's title, external id and write scope,
+    a change's ref, a reason), scanned for secrets like the memory's: refused under the
+    reject ``mode`` (a ValidationError naming each field), redacted under redact."""
+    return scrub(values, mode).values
+
+
 def default_expiry(
     *, policy: MemoryPolicy | None, memory_type: str, now: datetime
 ) -> datetime | None:

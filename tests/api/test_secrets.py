@@ -157,3 +157,83 @@ def test_a_global_memory_with_a_secret_is_always_rejected(system_actor):
 def test_the_project_api_shows_the_secrets_policy(agent, project):
     body = agent.get(f"/api/projects/{project.slug}").json()
     assert body["policy"]["secrets"] == "reject"
+
+
+# --- what slipped through before: prefixes, invisible characters, chained names, headers --
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (f"secret: aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
+        ("AKIA\u00adIOSFODNN7EXAMPLE is the id", "AKIAIOSFODNN7EXAMPLE"),
+        (f"{GITHUB[:10]}\u200b{GITHUB[10:]} works", GITHUB),
+        (f"{GITHUB[:10]}\u202e{GITHUB[10:]} works", GITHUB),
+        ("Authorization: Basic YWRtaW46c3VwZXJzZWNyZXQ=", "YWRtaW46c3VwZXJzZWNyZXQ="),
+        ("password: db_password: Sup3rS3cretPw77", "Sup3rS3cretPw77"),
+        ("".join(chr(ord(c) + 0xFEE0) for c in "AKIAIOSFODNN7EXAMPLE") + " in full width", AWS),
+    ],
+)
+def test_secrets_are_found_in_the_text_a_person_would_read(text, secret):
+    with pytest.raises(ValidationError):
+        scrub({"content": text}, SecretsPolicy.REJECT)
+    stored = scrub({"content": text}, SecretsPolicy.REDACT).values["content"]
+    assert "[REDACTED " in stored
+    assert secret not in stored
+    visible = "".join(ch for ch in stored if ch.isprintable())
+    assert secret not in visible.replace("\u00ad", "")
+
+
+def test_content_of_invisible_characters_only_is_empty(agent, project):
+    response = agent.post(
+        url(project, "memories"),
+        {"type": "pattern", "content": "\u200b\u00ad\u2060"},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "content" in response.json()["error"]["fields"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("runs", {"externalId": "r1", "taskTitle": f"Deploy with {GITHUB}"}, "taskTitle"),
+        ("runs", {"externalId": f"job-{AWS}"}, "externalId"),
+        ("runs", {"externalId": "r1", "writeScope": [f"src/{GITHUB}.py"]}, "writeScope"),
+        ("changes", {"paths": ["src/a.py"], "ref": f"deploy {GITHUB}"}, "ref"),
+    ],
+)
+@pytest.mark.django_db
+def test_every_stored_free_text_field_is_scanned(agent, project, path, body, field):
+    response = agent.post(url(project, path), body, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json()["error"]["fields"]
+    assert "Looks like a secret" in response.json()["error"]["fields"][field][0]
+
+
+@pytest.mark.django_db
+def test_an_idempotency_key_that_is_a_secret_is_refused(agent, project):
+    response = agent.post(
+        url(project, "memories"),
+        {"type": "pattern", "content": "Fine."},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY=GITHUB,
+    )
+    assert response.status_code == 400
+    assert "Idempotency-Key" in response.json()["error"]["message"]
+    assert not Memory.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_reason_is_scanned(agent, project, make_memory):
+    memory = make_memory(project=project, content="Fine.")
+    response = agent.patch(
+        url(project, f"memories/{memory.pk}"),
+        {"content": "Better.", "reason": f"token {GITHUB}"},
+        format="json",
+    )
+    assert response.status_code == 400, response.content
+    assert "reason" in response.json()["error"]["fields"]
+    assert not MemoryEvent.objects.filter(reason__contains=GITHUB).exists()
