@@ -19,7 +19,8 @@ workers = int(os.environ.get("WEB_CONCURRENCY", str(2 * (os.cpu_count() or 1) + 
 preload_app = True
 accesslog = os.environ.get("ACCESS_LOG") or None
 # The access log carries the request id the application sent back (ops.requestid).
-access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-id}o)s'
+# Paths only: a query string can carry what must not be logged (a key sent as ?api_key=).
+access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms request_id=%({x-request-id}o)s'
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "warning")
 # A worker that stops answering (a stuck request) is replaced after this many seconds.
 timeout = int(os.environ.get("WEB_TIMEOUT", "30"))

@@ -58,6 +58,7 @@ MIDDLEWARE = [
     "ops.middleware.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "ops.middleware.SecurityHeadersMiddleware",
+    "ops.middleware.BodyLengthMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -249,7 +250,15 @@ REST_FRAMEWORK = {
 # Requests per API key (or signed-in user): "<number>/<second|minute|hour|day>".
 API_THROTTLE_RATE = env_str("API_THROTTLE_RATE", "1200/min")
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 64 * 1024)
+# The OpenAPI schema and its docs page describe the API, never any data: public by default,
+# so an agent's developer can read them; API_DOCS_PUBLIC=false asks for a key or a sign-in.
+API_DOCS_PUBLIC = env_bool("API_DOCS_PUBLIC", default=True)
 SPECTACULAR_SETTINGS = {
+    "SERVE_PERMISSIONS": [
+        "rest_framework.permissions.AllowAny"
+        if API_DOCS_PUBLIC
+        else "rest_framework.permissions.IsAuthenticated"
+    ],
     "TITLE": "Memory Layer API",
     "DESCRIPTION": "Long-term memory with governance for AI agents.",
     "VERSION": "1.0.0",

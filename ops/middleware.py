@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from ops.errors import error_body
 from ops.metrics import HTTP_REQUESTS, HTTP_SECONDS
 
 
@@ -33,6 +34,27 @@ CONTENT_SECURITY_POLICY = (
     "form-action 'self'; object-src 'none'"
 )
 PERMISSIONS_POLICY = "camera=(), microphone=(), geolocation=(), payment=(), usb=()"
+
+
+class BodyLengthMiddleware:
+    """A body sent in chunks without a Content-Length reaches Django as no body at all (WSGI
+    reads only what Content-Length announces): say so with a 411, instead of answering the
+    empty request it would otherwise seem to be."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if chunked and not request.META.get("CONTENT_LENGTH"):
+            message = (
+                "The body was sent in chunks without a Content-Length header, which this"
+                " server cannot read: send it with a Content-Length."
+            )
+            if request.path.startswith("/api/"):
+                return JsonResponse(error_body("length_required", message), status=411)
+            return HttpResponse(message, status=411, content_type="text/plain")
+        return self.get_response(request)
 
 
 class SecurityHeadersMiddleware:

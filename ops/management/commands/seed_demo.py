@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import secrets
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -141,6 +142,10 @@ DEMO_JOBS: list[Callable[..., JobResult]] = [
 ]
 
 
+# The password the README publishes for the demo reviewer.
+PUBLISHED_PASSWORD = "review-the-memories"
+
+
 class Command(BaseCommand):
     help = "Create the demo project (slug 'demo') with memories, runs and a reviewer account."
 
@@ -149,7 +154,8 @@ class Command(BaseCommand):
 
     @transaction.atomic
     def handle(self, *args: Any, reset: bool = False, **options: Any) -> None:
-        reviewer = self._reviewer()
+        password = self._password()
+        reviewer = self._reviewer(password)
         if reset:
             Project.objects.filter(slug="demo").delete()
         if Project.objects.filter(slug="demo").exists():
@@ -158,11 +164,16 @@ class Command(BaseCommand):
             self._seed(reviewer)
         count = Memory.objects.filter(project__slug="demo").count()
         self.stdout.write(f"Demo project 'demo' has {count} memories.")
-        self.stdout.write(
-            f"Reviewer login: username {settings.DEMO_USERNAME} password {settings.DEMO_PASSWORD}"
-        )
+        self.stdout.write(f"Reviewer login: username {settings.DEMO_USERNAME} password {password}")
 
-    def _reviewer(self) -> Any:
+    def _password(self) -> str:
+        """The demo reviewer's password: the published one only while DEBUG is on; a
+        production server gets a random one (printed once, here) unless DEMO_PASSWORD is set."""
+        if settings.DEBUG or settings.DEMO_PASSWORD != PUBLISHED_PASSWORD:
+            return str(settings.DEMO_PASSWORD)
+        return secrets.token_urlsafe(18)
+
+    def _reviewer(self, password: str) -> Any:
         group, _ = Group.objects.get_or_create(name=REVIEWERS_GROUP)
         group.permissions.set(
             Permission.objects.filter(
@@ -174,7 +185,7 @@ class Command(BaseCommand):
             username=settings.DEMO_USERNAME, defaults={"email": "reviewer@example.com"}
         )
         user.is_staff = True
-        user.set_password(settings.DEMO_PASSWORD)
+        user.set_password(password)
         user.save()
         user.groups.add(group)
         return user
