@@ -10,6 +10,7 @@ from rest_framework.request import Request
 
 from api.auth import api_key_of
 from memories.models import Memory, Project, Scope
+from memories.text import is_whole_number
 
 PROJECT_NOT_FOUND = "No project {ref!r} here (or your key belongs to another project)."
 
@@ -30,11 +31,11 @@ def project_or_404(request: Request, ref: str) -> Project:
     if api_key is not None:
         # Authentication loaded the key's project (and its policy): no second query.
         own = api_key.project
-        if ref == own.slug or (ref.isdigit() and len(ref) <= 18 and int(ref) == own.pk):
+        if ref == own.slug or (is_whole_number(ref) and len(ref) <= 18 and int(ref) == own.pk):
             return own
         raise NotFound(PROJECT_NOT_FOUND.format(ref=ref))
     projects = projects_for(request)
-    if ref.isdigit() and len(ref) <= 18:
+    if is_whole_number(ref) and len(ref) <= 18:
         project = projects.filter(pk=int(ref)).first()
     else:
         project = projects.filter(slug=ref).first()

@@ -11,6 +11,8 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memories.text import is_whole_number
+
 
 class NamedCursorPagination(CursorPagination):
     """``{"<items_key>": [...], "next": url|null}``."""
@@ -25,7 +27,7 @@ class NamedCursorPagination(CursorPagination):
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size
-        if not raw.isdigit() or int(raw) < 1:
+        if not is_whole_number(raw) or int(raw) < 1:
             raise ValidationError(
                 {"limit": [f"Must be a whole number from 1 to {self.max_page_size}."]}
             )

@@ -9,6 +9,7 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
 from api.errors import RequestTooLarge
+from memories.text import is_whole_number
 
 
 class LimitedJSONParser(JSONParser):
@@ -18,7 +19,7 @@ class LimitedJSONParser(JSONParser):
         limit = settings.API_MAX_BODY_BYTES
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None
-        if declared and declared.isdigit() and int(declared) > limit:
+        if declared and is_whole_number(declared) and int(declared) > limit:
             raise RequestTooLarge(f"The body is {declared} bytes; the limit is {limit}.")
         body = stream.read(limit + 1) if stream is not None else b""
         if len(body) > limit:

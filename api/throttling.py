@@ -12,6 +12,7 @@ that race may go uncounted (see the README).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -62,3 +63,53 @@ class PerKeyRateThrottle(SimpleRateThrottle):
 
     def wait(self) -> float:
         return max(1.0, self.wait_seconds)
+
+
+class ConcurrencyThrottle(PerKeyRateThrottle):
+    """At most API_KEY_CONCURRENCY requests of one key (or user, or address) at once.
+
+    Web workers are few and each answers one request at a time, so one key sending many
+    slow requests together could occupy them all and leave the service to nobody else. Each
+    request takes a slot in a counter every process shares (``throttle`` cache, atomic incr)
+    and gives it back when its response is done (api.middleware); a slot of a process that
+    died frees itself after SLOT_SECONDS."""
+
+    scope = "inflight"
+    SLOT_SECONDS = 120
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        limit = settings.API_KEY_CONCURRENCY
+        if limit <= 0:
+            return True
+        counter = self.get_cache_key(request, view)
+        cache = caches["throttle"]
+        cache.add(counter, 0, timeout=self.SLOT_SECONDS)
+        try:
+            taken = cache.incr(counter)
+        except ValueError:  # expired between add and incr
+            cache.add(counter, 1, timeout=self.SLOT_SECONDS)
+            taken = 1
+        release = _Release(counter)
+        if taken > limit:
+            release()
+            return False
+        request._request.release_slot = release  # type: ignore[attr-defined]
+        return True
+
+    def wait(self) -> float:
+        return 1.0
+
+
+class _Release:
+    """Gives a request's slot back, once."""
+
+    def __init__(self, counter: str) -> None:
+        self.counter = counter
+        self.done = False
+
+    def __call__(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        with contextlib.suppress(ValueError):  # the counter expired meanwhile
+            caches["throttle"].decr(self.counter)

@@ -59,6 +59,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "ops.middleware.SecurityHeadersMiddleware",
     "ops.middleware.BodyLengthMiddleware",
+    "api.middleware.ReleaseSlotMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -240,7 +241,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["api.parsers.LimitedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.PerKeyRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "api.throttling.ConcurrencyThrottle",
+        "api.throttling.PerKeyRateThrottle",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "api.errors.api_exception_handler",
     "NON_FIELD_ERRORS_KEY": "nonFieldErrors",
@@ -249,6 +253,9 @@ REST_FRAMEWORK = {
 }
 # Requests per API key (or signed-in user): "<number>/<second|minute|hour|day>".
 API_THROTTLE_RATE = env_str("API_THROTTLE_RATE", "1200/min")
+# Requests of one key (or user) answered at once; more wait for a 429 (0: no limit). Keep
+# it below the web workers' number, so that one key never holds them all.
+API_KEY_CONCURRENCY = env_int("API_KEY_CONCURRENCY", 2)
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 64 * 1024)
 # The OpenAPI schema and its docs page describe the API, never any data: public by default,
 # so an agent's developer can read them; API_DOCS_PUBLIC=false asks for a key or a sign-in.

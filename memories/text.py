@@ -19,6 +19,12 @@ WRITE_SCOPE_MAX_ENTRIES = 100
 WRITE_SCOPE_ENTRY_MAX_CHARS = 500
 
 
+def is_whole_number(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also says yes to superscripts and to other
+    scripts' digits, which ``int`` refuses or reads as another number."""
+    return text.isascii() and text.isdigit()
+
+
 def strip_control_characters(text: str) -> str:
     """Remove control characters (keeping newlines and tabs) and lone surrogates, which
     PostgreSQL cannot store. Format characters stay: the zero-width joiner of an emoji

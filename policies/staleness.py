@@ -80,7 +80,8 @@ def memories_mark_changed(
     ``staleness_penalty`` of confidence (inactive below the deactivation threshold), with
     a ``stale`` history row naming the ref. Posting the same ref again changes nothing."""
     paths = clean_changed_paths(list(paths))
-    ref = scrubbed({"ref": ref}, secrets_mode(project))["ref"]
+    scanned = scrubbed({"ref": ref, "paths": paths}, secrets_mode(project))
+    ref, paths = scanned["ref"], scanned["paths"]
     match, match_params = scope_condition(str(project.pk), paths)
     sql = _stale_batch(match)
     shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")

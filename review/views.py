@@ -30,6 +30,7 @@ from assembly.services import ContextRequest, context_assemble
 from memories import selectors, services
 from memories.actors import Actor
 from memories.models import Memory, Project
+from memories.text import is_whole_number
 from policies.models import JobState
 from review.forms import MemoryEditForm, MemoryListFilter, PreviewForm
 
@@ -250,7 +251,7 @@ def memory_action(request: HtmxHttpRequest, pk: int, action: str) -> HttpRespons
 def memory_bulk(request: HtmxHttpRequest) -> HttpResponse:
     actor = _reviewer(request)
     action = request.POST.get("action", "")
-    ids = [int(value) for value in request.POST.getlist("ids") if value.isdigit()]
+    ids = [int(value) for value in request.POST.getlist("ids") if is_whole_number(value)]
     if action not in ("approve", "reject") or not ids:
         messages.error(request, "Select one or more memories, then approve or reject them.")
         return _after_change(request, [])

@@ -273,3 +273,17 @@ def test_a_hand_made_cursor_with_a_bad_position_is_a_400(agent, project, make_me
     assert response.json()["error"]["fields"] == {
         "cursor": ["Invalid cursor: use the `next` URL as given."]
     }
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["memories?limit=%C2%B2", "memories?limit=%D9%A5", "memories?limit=%EF%BC%95"],
+)
+def test_digits_of_other_scripts_are_not_numbers(agent, project, path):
+    response = agent.get(url(project, path))
+    assert response.status_code == 400, response.content
+    assert "limit" in response.json()["error"]["fields"]
+
+
+def test_a_project_named_by_a_superscript_is_not_found(agent):
+    assert agent.get("/api/projects/%C2%B2").status_code == 404

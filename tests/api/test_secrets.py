@@ -203,6 +203,7 @@ def test_content_of_invisible_characters_only_is_empty(agent, project):
         ("runs", {"externalId": f"job-{AWS}"}, "externalId"),
         ("runs", {"externalId": "r1", "writeScope": [f"src/{GITHUB}.py"]}, "writeScope"),
         ("changes", {"paths": ["src/a.py"], "ref": f"deploy {GITHUB}"}, "ref"),
+        ("changes", {"paths": [f"src/{AWS}.py"], "ref": "abc"}, "paths"),
     ],
 )
 @pytest.mark.django_db
