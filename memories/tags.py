@@ -110,6 +110,74 @@ def glob_to_regex(pattern: str) -> str:
     return f"^{body}$"
 
 
+# The glob's pieces for glob_matches: a literal character, or one of these.
+_ONE, _SEGMENT, _ANYTHING, _DIRECTORIES = "?", "*", "**", "**/"
+
+
+def _glob_pieces(pattern: str) -> list[str]:
+    pieces: list[str] = []
+    i = 0
+    while i < len(pattern):
+        for piece in (_DIRECTORIES, _ANYTHING, _SEGMENT, _ONE):
+            if pattern.startswith(piece, i):
+                pieces.append(piece)
+                i += len(piece)
+                break
+        else:
+            pieces.append(pattern[i])
+            i += 1
+    return pieces
+
+
+def glob_matches(pattern: str, path: str) -> bool:
+    """Whether ``path`` matches the glob exactly as ``glob_to_regex`` says, in time linear in
+    the path (all the places the pattern can be in are followed at once, never backtracked):
+    Python's regex engine backtracks, and a glob such as ``**/*a*a*a*a*a*b`` against a long
+    path would keep a worker busy for minutes."""
+    pattern = collapsed(_normalized(pattern))
+    if pattern.endswith("/"):
+        pattern += "**"
+    if not is_glob(pattern):
+        return path == pattern or path.startswith(pattern + "/")
+    pieces = _glob_pieces(pattern)
+    end = len(pieces)
+    # A state is the index of the next piece to match; a ``**/`` already under way (it has
+    # read characters but not yet the ``/`` that ends them) is its index negated, minus one.
+
+    def closure(states: set[int]) -> set[int]:
+        # A repeating piece not yet under way may match nothing: the next one is reachable.
+        stack, seen = list(states), set(states)
+        while stack:
+            state = stack.pop()
+            skippable = 0 <= state < end and pieces[state] in (_SEGMENT, _ANYTHING, _DIRECTORIES)
+            if skippable and state + 1 not in seen:
+                seen.add(state + 1)
+                stack.append(state + 1)
+        return seen
+
+    states = closure({0})
+    for ch in path:
+        following: set[int] = set()
+        for state in states:
+            if state < 0 or (state < end and pieces[state] == _DIRECTORIES):
+                index = -state - 1 if state < 0 else state
+                if ch == "/":
+                    following.add(index + 1)  # the directories end here
+                following.add(-index - 1)  # or go on
+                continue
+            if state == end:
+                continue
+            piece = pieces[state]
+            if piece == _ANYTHING or (piece == _SEGMENT and ch != "/"):
+                following.add(state)
+            elif (piece == _ONE and ch != "/") or piece == ch:
+                following.add(state + 1)
+        if not following:
+            return False
+        states = closure(following)
+    return end in states
+
+
 def keyword_to_regex(keyword: str) -> str:
     body = "".join(_escape(ch) for ch in keyword.strip())
     return f"(?i)(^|/){body}(\\.[^/]*)?(/|$)"
@@ -129,12 +197,17 @@ def scope_patterns(write_scope: Iterable[str]) -> list[str]:
 
 
 def tag_matches_scope(tag: str, write_scope: Iterable[str]) -> bool:
-    """Python statement of the rule the selection query applies in SQL."""
+    """Python statement of the rule the selection query applies in SQL (globs matched by
+    glob_matches, in linear time)."""
     scope = list(write_scope)
-    tag_regex = re.compile(tag_to_regex(tag))
-    if any(tag_regex.search(entry) for entry in scope):
-        return True
-    return any(re.search(pattern, tag) for pattern in scope_patterns(scope))
+    if is_path_pattern(tag):
+        if any(glob_matches(tag, entry) for entry in scope):
+            return True
+    else:
+        keyword = re.compile(keyword_to_regex(tag))
+        if any(keyword.search(entry) for entry in scope):
+            return True
+    return any(glob_matches(entry, tag) for entry in scope if is_glob(entry))
 
 
 # --- match keys: the rule above, looked up through an index ----------------------------------

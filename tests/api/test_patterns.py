@@ -5,12 +5,21 @@ budget stays well inside the worker's timeout."""
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memories.models import Memory
-from memories.tags import MAX_DOUBLE_STARS, MAX_WILDCARDS, glob_to_regex
+from memories.tags import (
+    MAX_DOUBLE_STARS,
+    MAX_WILDCARDS,
+    glob_matches,
+    glob_to_regex,
+    tag_matches_scope,
+)
 from tests.api.conftest import url
 
 pytestmark = pytest.mark.django_db
@@ -139,3 +148,21 @@ def test_stored_patterns_with_runs_are_collapsed_by_the_migration(project, make_
         migration.collapse(apps, editor)
     (pattern,) = Memory.objects.get(pk=memory.pk).tag_patterns
     assert pattern == glob_to_regex("src/**/x.py") != long_form
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pattern=st.lists(
+        st.sampled_from(["a", "b", "/", "*", "?", "**", "**/", "."]), min_size=1, max_size=8
+    ).map("".join),
+    path=st.lists(st.sampled_from(["a", "b", "/", "."]), max_size=10).map("".join),
+)
+def test_the_linear_matcher_says_what_the_regex_says(pattern, path):
+    assert glob_matches(pattern, path) == bool(re.search(glob_to_regex(pattern), path))
+
+
+def test_a_glob_that_would_backtrack_is_matched_at_once():
+    started = time.monotonic()
+    assert not tag_matches_scope("**/*a*a*a*a*a*a*a*a*a*a*b", ["x/" + "a" * 60])
+    assert not tag_matches_scope("x/" + "a" * 60, ["**/*a*a*a*a*a*a*a*a*a*a*b"])
+    assert time.monotonic() - started < 0.5
