@@ -93,7 +93,7 @@ class ConcurrencyThrottle(PerKeyRateThrottle):
         if taken > limit:
             release()
             return False
-        request._request.release_slot = release  # type: ignore[attr-defined]
+        request._request.release_slot = release
         return True
 
     def wait(self) -> float:
