@@ -53,6 +53,8 @@ class ShareIn(StrictInput):
             raise serializers.ValidationError(
                 'Give exactly one of: {"fixed": tokens}, {"min": f, "max": f}, {"auto": weight}.'
             )
+        if attrs.get("min", 0.0) > attrs.get("max", 1.0):
+            raise serializers.ValidationError("min must not be greater than max.")
         return attrs
 
 

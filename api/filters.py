@@ -6,9 +6,13 @@ from datetime import datetime
 from typing import Any
 
 import django_filters
+import django_filters.fields
+from django import forms
 from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework.exceptions import ValidationError
@@ -18,8 +22,28 @@ from memories.models import Memory, MemoryType, ReviewStatus, Source
 from memories.text import to_utc
 
 
+class AwareIsoDateTimeField(django_filters.fields.IsoDateTimeField):
+    """An ISO 8601 date-time that names its offset: a naive one is refused, not read in the
+    server's time zone (as the API's bodies refuse it)."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                parsed = parse_datetime(value.strip())
+            except ValueError:
+                parsed = None  # the parent says what is wrong with it
+            if parsed is not None and timezone.is_naive(parsed):
+                raise forms.ValidationError(
+                    "Must be a date-time with a time zone, e.g. 2030-01-01T00:00:00Z.",
+                    code="naive",
+                )
+        return super().to_python(value)
+
+
 class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
     """An ISO 8601 date-time with an offset, normalised to UTC before it reaches the database."""
+
+    field_class = AwareIsoDateTimeField
 
     def filter(self, qs: QuerySet[Memory], value: datetime | None) -> QuerySet[Memory]:
         if value is None:

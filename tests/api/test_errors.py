@@ -287,3 +287,21 @@ def test_digits_of_other_scripts_are_not_numbers(agent, project, path):
 
 def test_a_project_named_by_a_superscript_is_not_found(agent):
     assert agent.get("/api/projects/%C2%B2").status_code == 404
+
+
+def test_a_naive_date_in_a_filter_is_refused_like_in_a_body(agent, project):
+    response = agent.get(url(project, "memories?expiringBefore=2030-01-01T00:00:00"))
+    assert response.status_code == 400, response.content
+    assert "time zone" in response.json()["error"]["fields"]["expiringBefore"][0]
+    aware = agent.get(url(project, "memories?expiringBefore=2030-01-01T00:00:00Z"))
+    assert aware.status_code == 200
+
+
+def test_a_share_range_upside_down_is_refused(agent, project):
+    response = agent.post(
+        url(project, "context"),
+        {"tokenBudget": 100, "shares": {"global": {"min": 0.9, "max": 0.1}}},
+        format="json",
+    )
+    assert response.status_code == 400, response.content
+    assert "min must not be greater than max" in response.content.decode()
