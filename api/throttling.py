@@ -51,15 +51,7 @@ class PerKeyRateThrottle(SimpleRateThrottle):
         window = int(now // self.duration)
         self.wait_seconds = (window + 1) * self.duration - now
         counter = f"{key}:{window}"
-        cache = caches["throttle"]
-        # The first request of a window creates its counter (add never overwrites one).
-        cache.add(counter, 0, timeout=self.duration + 5)
-        try:
-            count = cache.incr(counter)
-        except ValueError:  # expired between add and incr
-            cache.add(counter, 1, timeout=self.duration + 5)
-            count = 1
-        return count <= self.num_requests
+        return _add_one(counter, self.duration + 5) <= self.num_requests
 
     def wait(self) -> float:
         return max(1.0, self.wait_seconds)
@@ -82,13 +74,7 @@ class ConcurrencyThrottle(PerKeyRateThrottle):
         if limit <= 0:
             return True
         counter = self.get_cache_key(request, view)
-        cache = caches["throttle"]
-        cache.add(counter, 0, timeout=self.SLOT_SECONDS)
-        try:
-            taken = cache.incr(counter)
-        except ValueError:  # expired between add and incr
-            cache.add(counter, 1, timeout=self.SLOT_SECONDS)
-            taken = 1
+        taken = _add_one(counter, self.SLOT_SECONDS)
         release = _Release(counter)
         if taken > limit:
             release()
@@ -98,6 +84,18 @@ class ConcurrencyThrottle(PerKeyRateThrottle):
 
     def wait(self) -> float:
         return 1.0
+
+
+def _add_one(counter: str, seconds: float) -> int:
+    """Add one to a shared counter, atomically, and return its new value; the first addition
+    creates it to last ``seconds`` (``add`` never overwrites a counter that exists)."""
+    cache = caches["throttle"]
+    cache.add(counter, 0, timeout=seconds)
+    try:
+        return int(cache.incr(counter))
+    except ValueError:  # it expired between add and incr
+        cache.add(counter, 1, timeout=seconds)
+        return 1
 
 
 class _Release:

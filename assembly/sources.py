@@ -156,8 +156,7 @@ def _meaning(vector: np.ndarray | None) -> Meaning | None:
     index = embeddings.nearest_index()
     if index is None:
         return Meaning(model.name)
-    literal = "[" + ",".join(f"{x:.6g}" for x in vector.tolist()) + "]"
-    return Meaning(model.name, literal, index[1])
+    return Meaning(model.name, embeddings.vector_text(vector, "[]"), index[1])
 
 
 def _clock() -> float:

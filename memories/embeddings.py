@@ -266,8 +266,9 @@ _UPSERT = f"""
         model = EXCLUDED.model, content_hash = EXCLUDED.content_hash, vector = EXCLUDED.vector"""
 
 
-def _literal(vector: np.ndarray) -> str:
-    return "{" + ",".join(f"{x:.5g}" for x in vector.tolist()) + "}"
+def vector_text(vector: np.ndarray, brackets: str = "{}") -> str:
+    """A vector as PostgreSQL reads it: ``{...}`` for a ``real[]``, ``[...]`` for pgvector."""
+    return brackets[0] + ",".join(f"{x:.6g}" for x in vector.tolist()) + brackets[1]
 
 
 def _store(rows: Sequence[tuple[int, int | None, str, str]], embedder: Embedder) -> int:
@@ -281,7 +282,7 @@ def _store(rows: Sequence[tuple[int, int | None, str, str]], embedder: Embedder)
                 "model": embedder.name,
                 "ids": [row[0] for row in rows],
                 "hashes": [row[3] for row in rows],
-                "vectors": [_literal(vector) for vector in vectors],
+                "vectors": [vector_text(vector) for vector in vectors],
             },
         )
         return cursor.rowcount

@@ -18,7 +18,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
+import pytest
 from django.db import connection
+
+
+def require(available: bool, missing: str, *, strict: bool) -> None:
+    """Go on when the real service a test needs is there; otherwise skip, or fail when
+    ``strict`` (CI, or a run told to have it) says it must be there."""
+    if available:
+        return
+    if strict:
+        pytest.fail(f"{missing}: this run must have it.")
+    pytest.skip(missing)
 
 
 def database_url() -> str:

@@ -11,6 +11,7 @@ from assembly.services import ContextRequest, context_assemble
 from memories import embeddings
 from memories.actors import Actor
 from memories.models import MemoryPolicy
+from tests.support import require
 
 pytestmark = pytest.mark.django_db
 SYSTEM = Actor.system("tests")
@@ -91,10 +92,11 @@ def test_without_pgvector_meaning_ranks_the_bounded_pool(project, make_memory, m
 @pytest.fixture
 def nearest(db):
     """The pgvector index of the model (the migrations built it where the extension exists)."""
-    if embeddings.nearest_index() is None:
-        if os.environ.get("REQUIRE_PGVECTOR"):
-            pytest.fail("REQUIRE_PGVECTOR is set but this PostgreSQL has no pgvector index")
-        pytest.skip("this PostgreSQL has no pgvector (make test runs these on the embedded one)")
+    require(
+        embeddings.nearest_index() is not None,
+        "this PostgreSQL has no pgvector (make test runs these on the embedded one)",
+        strict=bool(os.environ.get("REQUIRE_PGVECTOR")),
+    )
     return embeddings.nearest_index()
 
 

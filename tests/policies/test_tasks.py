@@ -19,7 +19,7 @@ from django.utils import timezone
 from config.celery import app
 from memories.models import Memory, MemoryEvent
 from policies import tasks
-from tests.support import database_url
+from tests.support import database_url, require
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKER = os.environ.get("TEST_CELERY_BROKER_URL", "redis://127.0.0.1:6379/14")
@@ -96,10 +96,8 @@ def _start_worker(queue: str) -> subprocess.Popen:
 
 
 def _require_broker() -> None:
-    if not _broker_reachable():
-        if os.environ.get("CI"):
-            pytest.fail(f"No broker at {BROKER}: CI must run this test against a real one.")
-        pytest.skip(f"No broker at {BROKER} (start Redis, or set TEST_CELERY_BROKER_URL).")
+    missing = f"No broker at {BROKER} (start Redis, or set TEST_CELERY_BROKER_URL)"
+    require(_broker_reachable(), missing, strict=bool(os.environ.get("CI")))
 
 
 def _send(name: str, queue: str) -> None:
