@@ -34,6 +34,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("CACHE_URL", "redis://127.0.0.1:6379/14")
+# All 50 agents share one key: the per-key limits (api.throttling) would answer most of the
+# load with 429. This measures the server, not the limits.
+os.environ.setdefault("API_THROTTLE_RATE", "1000000/min")
+os.environ.setdefault("API_KEY_CONCURRENCY", "1000")
 DATABASE = "memory_load"
 
 
