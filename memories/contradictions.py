@@ -1,0 +1,660 @@
+"""Repeats and contradictions between two memories (pure: text in, verdict out).
+
+Two memories about the same subject (their embeddings close, or many words shared) are
+read side by side, sentence by sentence:
+
+* a **conflict** when a sentence of one and its counterpart in the other make different
+  claims about what they share: a different number for the same quantity ("time out after
+  10 seconds" / "after 30 seconds"), another version of the same thing ("Python 3.11" /
+  "3.12"), one side denying what the other asserts ("run migrations in tests" / "never run
+  migrations in tests"), opposite words ("enable" / "disable", "sync" / "async"), a
+  declared change ("we moved from pnpm to npm", "X was replaced by Y", "X is deprecated")
+  against a memory that still says the old thing, or the one thing they prescribe swapped
+  for another ("use pnpm" / "use npm");
+* a **repeat** when neither adds anything of substance to the other: the smaller one's
+  words are (almost) all in the larger one, and what differs is no number, version, path
+  or name;
+* otherwise nothing (related but compatible, or unrelated).
+
+Differences about a different scope are not contradictions: the same setting for another
+environment ("staging" / "production"), platform or path says something else, not the
+opposite. The evidence names what differs, for a reviewer to see at a glance.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+REPEAT = "repeat"
+CONFLICT = "conflict"
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Words that carry no claim of their own.
+STOPWORDS = _words(
+    "a an the this that these those it its it's of in on at by for from to into onto with "
+    "and or but if then than so as is are was were be been being am do does did done has "
+    "have had having will would shall should can could may might must our we us you your "
+    "they them their he she his her i me my there here when where which who whom whose "
+    "what why how all any each every some such also just only very too more most much "
+    "many few other same own about above below over under up down out off again further "
+    "once both either one ones via per etc eg ie e.g i.e please note make sure get got "
+    "let lets use s"
+)
+# Words that deny what follows (contractions are spelled out first).
+NEGATORS = _words(
+    "not no never without avoid nor none neither cannot stop stopped forbid forbidden "
+    "prohibited disallow disallowed dont doesnt isnt arent wasnt werent wont cant "
+    "shouldnt mustnt"
+)
+# Opposites, by their stems (see ``stem``): one on each side is a contradiction.
+_OPPOSITES = [
+    ("enabl", "disabl"),
+    ("allow", "deny"),
+    ("allow", "block"),
+    ("allow", "forbid"),
+    ("sync", "async"),
+    ("synchronous", "asynchronous"),
+    ("synchronously", "asynchronously"),
+    ("requir", "optional"),
+    ("mandatory", "optional"),
+    ("always", "never"),
+    ("before", "after"),
+    ("increas", "decreas"),
+    ("true", "false"),
+    ("on", "off"),
+    ("includ", "exclud"),
+    ("accept", "reject"),
+    ("add", "remov"),
+    ("keep", "drop"),
+    ("keep", "delet"),
+    ("public", "private"),
+    ("lazy", "eager"),
+    ("lazily", "eagerly"),
+    ("strict", "lenient"),
+    ("upper", "lower"),
+    ("larger", "smaller"),
+    ("more", "less"),
+    ("faster", "slower"),
+    ("higher", "lower"),
+    ("first", "last"),
+    ("start", "stop"),
+    ("open", "clos"),
+    ("safe", "unsafe"),
+    ("supported", "unsupported"),
+    ("work", "break"),
+    ("pass", "fail"),
+    ("succeed", "fail"),
+    ("encrypt", "decrypt"),
+    ("mutable", "immutable"),
+    ("enabled", "disabled"),
+    ("inclusive", "exclusive"),
+    ("serial", "parallel"),
+    ("sequential", "parallel"),
+    ("local", "remote"),
+    ("manual", "automatic"),
+    ("manually", "automatically"),
+]
+OPPOSITES: dict[str, frozenset[str]] = {}
+for _left, _right in _OPPOSITES:
+    OPPOSITES[_left] = OPPOSITES.get(_left, frozenset()) | {_right}
+    OPPOSITES[_right] = OPPOSITES.get(_right, frozenset()) | {_left}
+# Words that name where a claim holds: two claims for different ones of these are about
+# different scopes, not opposite claims.
+SCOPES = _words(
+    "staging stage production prod dev development test testing qa ci local preview "
+    "sandbox canary live beta alpha nightly ios android web mobile desktop linux windows "
+    "macos mac darwin arm arm64 x86 amd64 server client frontend backend admin internal "
+    "external public private read write reads writes primary replica leader follower eu "
+    "us asia weekday weekend weekdays weekends night day monday tuesday wednesday "
+    "thursday friday saturday sunday"
+)
+# Verbs and prepositions before the thing a memory prescribes: "use X", "prefer X", ...
+PRESCRIBE = _words(
+    "use uses using prefer prefers preferred choose chose pick adopt adopted rely relies via "
+    "switch switched migrate migrated move moved replace replaced"
+)
+# Unit words beside a number, folded to one spelling.
+UNITS = {
+    **dict.fromkeys(["s", "sec", "secs", "second", "seconds"], "s"),
+    **dict.fromkeys(["ms", "millisecond", "milliseconds"], "ms"),
+    **dict.fromkeys(["m", "min", "mins", "minute", "minutes"], "min"),
+    **dict.fromkeys(["h", "hr", "hrs", "hour", "hours"], "h"),
+    **dict.fromkeys(["d", "day", "days"], "d"),
+    **dict.fromkeys(["w", "week", "weeks"], "w"),
+    **dict.fromkeys(["kb", "kib", "k"], "kb"),
+    **dict.fromkeys(["mb", "mib"], "mb"),
+    **dict.fromkeys(["gb", "gib", "g"], "gb"),
+    **dict.fromkeys(["tb", "tib"], "tb"),
+    **dict.fromkeys(["%", "percent", "pct"], "%"),
+    **dict.fromkeys(["x", "times"], "x"),
+    **dict.fromkeys(["meter", "meters", "metre", "metres"], "min"),
+}
+# Words that name no particular quantity: a number beside them says nothing of what it counts.
+GENERIC = _words(
+    "default defaults value values set sets number count total about around up least "
+    "most than and or to of by at in on is are be was were the a an with for from every "
+    "each per only now then see use uses"
+)
+# Words of a negative sense: a claim made with them denies like "not" does (a warning that
+# X breaks something says "don't X" as much as "never X" does).
+NEGATIVE = _words(
+    "exclude excluded excludes disable disabled disables skip skips skipped omit omitted "
+    "lacks lack missing wrong broke broken breaks bug otherwise instead_of rather_than fail "
+    "fails failed failing hang hangs hung crash crashes crashed leak leaks exhaust "
+    "exhausted exhausting saturate saturated revert reverted reverts corrupt corrupted lose "
+    "loses losing lost unsorted"
+)
+# Verbs before "not" whose subject is what "not" denies ("pytest is not a dependency").
+_COPULAS = _words("is are was were be been do does did has have had can will would should")
+
+# A word: letters, digits and the marks inside identifiers, paths and versions.
+_WORD = re.compile(r"[A-Za-z0-9%][A-Za-z0-9_./:+#%@-]*[A-Za-z0-9+#%]|[A-Za-z0-9%]")
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+|\s+-\s+|\s*\u2014\s*|\s+--\s+")
+_NUMBER = re.compile(r"^v?(\d+(?:[._]\d+)*)(?:\.x)?([a-z%]*)$")
+# Numbers inside a longer token ("python:3.11-slim", "constraints-2.7.3"), after a name.
+_INNER_NUMBER = re.compile(r"([a-z][a-z_]*)[:=@-]?v?(\d+(?:\.\d+)+|\d+)")
+# Where a memory came from ("seen again in run-004", "#12"): provenance, not a claim.
+_REFERENCE = re.compile(r"^(?:run|pr|mr|issue|ticket)[-_#]?\d+$|^#\d+$")
+_CAMEL = re.compile(r"[a-z][A-Z]|^[A-Z]{2,}[a-z]*$")
+_CONTRACTIONS = [
+    (re.compile(r"\b(can)'?t\b", re.I), r"\1 not"),
+    (re.compile(r"\bwon'?t\b", re.I), "will not"),
+    (re.compile(r"n['\u2019]t\b", re.I), " not"),
+    (re.compile(r"\bno longer\b", re.I), "not anymore"),
+    (re.compile(r"\binstead of\b", re.I), "instead_of"),
+    (re.compile(r"\brather than\b", re.I), "rather_than"),
+    (re.compile(r"\bnot null\b", re.I), "not_null"),
+    (
+        re.compile(r"\b(?:turn|turned|turns|switch|switched|switches)\s+(\S+\s+)?on\b", re.I),
+        r"enabled \1",
+    ),
+    (
+        re.compile(r"\b(?:turn|turned|turns|switch|switched|switches)\s+(\S+\s+)?off\b", re.I),
+        r"disabled \1",
+    ),
+    (re.compile(r"\bmust\s+not\b", re.I), "not"),
+    (re.compile(r"\bmust\b", re.I), "required"),
+]
+_NAME = r"[\w./+#@-]+"
+# A declared change: the old thing (group "old") and the new one (group "new"), where said.
+_CHANGES = [
+    re.compile(
+        r"\b(?:moved|migrated|switched|changed|went|converted|upgraded|downgraded|ported|bumped)"
+        rf"\s+(?:\w+\s+){{0,3}}?from\s+(?P<old>{_NAME})(?:\s+\w+)?\s+to\s+(?P<new>{_NAME})",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:moved|migrated|switched|upgraded|downgraded|ported|bumped|raised|lowered|"
+        rf"changed|now\s+uses?|now\s+runs?\s+on)\s+(?:\w+\s+){{0,3}}?to\s+(?P<new>{_NAME})",
+        re.I,
+    ),
+    re.compile(
+        rf"\breplac\w*\s+(?:\w+\s+)?(?P<old>{_NAME})\s+(?:with|by)\s+(?P<new>{_NAME})", re.I
+    ),
+    re.compile(
+        rf"\b(?P<old>{_NAME}(?:\s+{_NAME})?)\s+(?:is|was|has\s+been|have\s+been|got|are|were)\s+"
+        r"(?:now\s+)?(?:replaced|deprecated|removed|dropped|retired|gone|obsolete|banned|"
+        r"decommissioned|sunset|abandoned)"
+        rf"(?:\s+(?:with|by|in\s+favou?r\s+of)\s+(?:\w+\s+)?(?P<new>{_NAME}))?",
+        re.I,
+    ),
+    re.compile(
+        rf"\b(?P<new>{_NAME})\s+replaced\s+(?:the\s+)?(?P<old>{_NAME})(?!\s+(?:with|by))", re.I
+    ),
+    re.compile(rf"\binstead_of\s+(?:\w+\s+)?(?P<old>{_NAME})", re.I),
+    re.compile(rf"\b(?:stop|stopped|quit)\s+using\s+(?P<old>{_NAME})", re.I),
+    re.compile(rf"\b(?:deprecated|removed|dropped|retired)\s+(?:the\s+)?(?P<old>{_NAME})", re.I),
+]
+
+
+def stem(word: str) -> str:
+    """A crude English stem: enough for "timeouts"/"timeout", "runs"/"run"/"running"."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith("ss"):
+                return word
+            if suffix == "es" and not word.endswith(("ches", "shes", "sses", "xes", "zes")):
+                continue
+            return word[: len(word) - len(suffix)] + keep
+    return word
+
+
+SCOPE_STEMS = frozenset(stem(word) for word in SCOPES)
+# Spellings of the same scope.
+_SAME_SCOPE = {
+    "prod": "production",
+    "stage": "staging",
+    "stag": "staging",
+    "dev": "development",
+    "develop": "development",
+    "testing": "test",
+    "mac": "macos",
+    "darwin": "macos",
+    "amd64": "x86",
+    "arm64": "arm",
+    "read": "reads",
+    "write": "writes",
+}
+NEGATIVE_STEMS = frozenset(stem(word) for word in NEGATIVE)
+
+
+# A numbered item's label ("Rule 3:", "Step 2)", "#4 -"): which item, not what it says.
+_LABEL = re.compile(r"^\s*(?:[A-Za-z]+\s+)?#?\d+\s*[:.)\]-]\s+")
+
+
+def _spelled_out(text: str) -> str:
+    text = _LABEL.sub("", text)
+    for pattern, replacement in _CONTRACTIONS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def is_specific(token: str) -> bool:
+    """A number, version, path or identifier: a token that changes what is said."""
+    return any(ch.isdigit() or ch in "_./:#@" for ch in token) or (
+        "-" in token.strip("-") and not token.replace("-", "").isalpha()
+    )
+
+
+def _value(number: str) -> str:
+    """A number as compared: "16.0" is "16", "30_000" is "30000"."""
+    value = number.replace("_", "")
+    while value.endswith(".0") and value.count(".") >= 1 and len(value) > 2:
+        value = value[:-2]
+    return value
+
+
+@dataclass(frozen=True)
+class Words:
+    """A piece of text as the comparison reads it."""
+
+    text: str
+    tokens: tuple[str, ...]  # lower-cased, in order
+    content: frozenset[str]  # stems of the words that carry meaning
+    specific: frozenset[str]  # identifiers, paths, versions, names in capitals
+    negated: frozenset[str]  # content stems only ever in the reach of a negation
+    asserted: frozenset[str]  # content stems never in the reach of a negation
+    denies: bool  # holds a negation at all
+    numbers: frozenset[tuple[str, str, str]]  # (what it counts, unit, value)
+    old: frozenset[str]  # things a declared change retires
+    new: frozenset[str]  # things a declared change brings
+
+
+def _meaningful(word: str) -> bool:
+    return not (
+        word in STOPWORDS
+        or stem(word) in STOPWORDS
+        or word in NEGATORS
+        or word in GENERIC
+        or _NUMBER.match(word)
+        or word in UNITS
+    )
+
+
+def _anchors(tokens: Sequence[str], index: int) -> set[str]:
+    """What the number at ``index`` may count: the nearest meaningful word after it and the
+    two nearest before it (within four words)."""
+    anchors = set()
+    for step, wanted in ((1, 1), (-1, 2)):
+        position, found = index + step, 0
+        while 0 <= position < len(tokens) and abs(position - index) <= 4 and found < wanted:
+            word = tokens[position]
+            if _meaningful(word):
+                anchors.add(stem(word))
+                found += 1
+            position += step
+    return anchors
+
+
+def _unit(tokens: Sequence[str], index: int, suffix: str) -> str:
+    if suffix:
+        return UNITS.get(suffix, suffix)
+    for position in (index + 1, index - 1):
+        if 0 <= position < len(tokens) and tokens[position] in UNITS:
+            return UNITS[tokens[position]]
+    return ""
+
+
+@lru_cache(maxsize=4096)
+def read(text: str) -> Words:
+    spelled = _spelled_out(text)
+    raw = _WORD.findall(spelled)
+    tokens = tuple(token.lower() for token in raw)
+    content: set[str] = set()
+    specific: set[str] = set()
+    negated: set[str] = set()
+    plain: set[str] = set()
+    denies = False
+    numbers: set[tuple[str, str, str]] = set()
+    reach = 0
+    meaningful_before: list[str] = []
+    for index, (token, original) in enumerate(zip(tokens, raw, strict=True)):
+        if token in NEGATORS or stem(token) in NEGATIVE_STEMS:
+            reach = 2
+            denies = True
+            # "X is not ...": the subject before the verb is denied too.
+            if index and tokens[index - 1] in _COPULAS:
+                negated.update(meaningful_before[-1:])
+                plain.difference_update(meaningful_before[-1:])
+            if token not in NEGATORS:
+                content.add(stem(token))
+            continue
+        if _REFERENCE.match(token):
+            continue
+        number = _NUMBER.match(token)
+        if number:
+            value, suffix = number.groups()
+            unit = _unit(tokens, index, suffix)
+            for anchor in _anchors(tokens, index) or {""}:
+                numbers.add((anchor, unit, _value(value)))
+            content.add(token)
+            specific.add(token)
+            continue
+        word = stem(token)
+        if token in STOPWORDS or word in STOPWORDS:
+            continue
+        content.add(word)
+        meaningful_before.append(word)
+        proper = original[:1].isupper() and index and tokens[index - 1] not in ".!?:;"
+        if is_specific(token) or _CAMEL.search(original) or proper:
+            specific.add(word)
+            for name, value in _INNER_NUMBER.findall(token):
+                if name not in STOPWORDS:
+                    numbers.add((stem(name), "", _value(value)))
+                    content.add(stem(name))
+        # A path's parts count as words too ("src/core/**" says "core").
+        if "/" in token:
+            content.update(part for part in re.split(r"[/.*]+", token) if len(part) > 2)
+        if reach > 0:
+            negated.add(word)
+            reach -= 1
+        else:
+            plain.add(word)
+    old: set[str] = set()
+    new: set[str] = set()
+    for pattern in _CHANGES:
+        for match in pattern.finditer(spelled):
+            found = match.groupdict()
+            for name, into in (("old", old), ("new", new)):
+                for word in (found.get(name) or "").lower().split():
+                    into.add(stem(word.strip(".")))
+    old -= STOPWORDS
+    new -= STOPWORDS
+    return Words(
+        text,
+        tokens,
+        frozenset(content),
+        frozenset(specific),
+        frozenset(negated - plain),
+        frozenset(content - negated),
+        denies,
+        frozenset(numbers),
+        frozenset(old - new),
+        frozenset(new - old),
+    )
+
+
+def sentences(text: str) -> list[str]:
+    parts = [part.strip() for part in _SENTENCE.split(text) if part and part.strip()]
+    return parts or [text]
+
+
+def overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    """The share of the smaller set's words found in the larger."""
+    if not a or not b:
+        return 0.0
+    return len(a & b) / min(len(a), len(b))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``kind`` is REPEAT, CONFLICT or None; ``evidence`` says why, for a reviewer."""
+
+    kind: str | None
+    similarity: float
+    evidence: dict[str, object] = field(default_factory=dict)
+
+
+def _said(words: Words) -> str:
+    return words.text if len(words.text) <= 120 else words.text[:119] + "…"
+
+
+def _scopes(words: Words) -> set[str]:
+    return {_SAME_SCOPE.get(word, word) for word in words.content & SCOPE_STEMS}
+
+
+def _other_scope(a: Words, b: Words) -> bool:
+    """Whether the two speak of different scopes: another environment, platform or path, or
+    a default against a scope's own setting."""
+    scopes_a, scopes_b = _scopes(a), _scopes(b)
+    if (scopes_a - scopes_b) and (scopes_b - scopes_a):
+        return True
+    if (scopes_a ^ scopes_b) and "default" in (a.content | b.content):
+        return True
+    only_a, only_b = a.content - b.content, b.content - a.content
+    paths_a = {t for t in only_a if "/" in t.strip("/")}
+    paths_b = {t for t in only_b if "/" in t.strip("/")}
+    return bool(paths_a and paths_b)
+
+
+def _numbers(a: Words, b: Words) -> list[dict[str, str]]:
+    """The same quantity (a shared word it counts, the same kind of unit) with values that
+    have nothing in common."""
+    found = []
+    said: list[dict[str, set[str]]] = []
+    for what in sorted({n[0] for n in a.numbers} & {n[0] for n in b.numbers} - {""}):
+        units = {n[1] for n in a.numbers if n[0] == what} | {
+            n[1] for n in b.numbers if n[0] == what
+        }
+        if len(units - {""}) > 1:
+            continue  # 30 s and 5 min: the same span, perhaps, in other units
+        left = {n[2] for n in a.numbers if n[0] == what}
+        right = {n[2] for n in b.numbers if n[0] == what}
+        # A value the other side names anywhere, in the same unit, is no contradiction.
+        every_a = {n[2] for n in a.numbers if n[1] in units}
+        every_b = {n[2] for n in b.numbers if n[1] in units}
+        if (
+            left.isdisjoint(every_b)
+            and right.isdisjoint(every_a)
+            and (left, right) not in [(f["left"], f["right"]) for f in said]
+        ):
+            said.append({"left": left, "right": right})
+            unit = next(iter(units - {""}), "")
+            found.append(
+                {
+                    "signal": "number",
+                    "first": " ".join(sorted(left)) + (f" {unit}" if unit else ""),
+                    "second": " ".join(sorted(right)) + (f" {unit}" if unit else ""),
+                    "about": what,
+                }
+            )
+    return found
+
+
+def _denied(a: Words, b: Words, words: frozenset[str]) -> set[str]:
+    """The words of ``words`` one side only ever denies and the other, which denies
+    nothing, asserts."""
+    if a.denies == b.denies:
+        return set()
+    return {
+        word
+        for word in words
+        if (word in a.negated and word in b.asserted) or (word in b.negated and word in a.asserted)
+    }
+
+
+def _claims(a: Words, b: Words, *, whole: bool) -> list[dict[str, str]]:
+    """The contradictions between two texts (``whole``) or two aligned sentences: each a
+    ``signal`` (number, negation, opposite, change, name) with what the ``first`` and the
+    ``second`` say, and what it is ``about``."""
+    found: list[dict[str, str]] = []
+    if _other_scope(a, b):
+        return found
+    found += _numbers(a, b)
+    # One side denies what the other asserts: a name or identifier anywhere, any word of two
+    # sentences about the same thing.
+    denied = _denied(a, b, a.content & b.content)
+    if denied:
+        found.append(
+            {
+                "signal": "negation",
+                "first": _said(a),
+                "second": _said(b),
+                "about": " ".join(sorted(denied)),
+            }
+        )
+    only_a, only_b = a.content - b.content, b.content - a.content
+    for word in sorted(only_a):
+        opposite = OPPOSITES.get(word, frozenset()) & only_b
+        if opposite:
+            found.append({"signal": "opposite", "first": word, "second": sorted(opposite)[0]})
+    # A declared change against a memory that still says the old thing (or not the new one).
+    for changed, other in ((a, b), (b, a)):
+        still = {word for word in changed.old if word in other.content and word not in other.old}
+        brought = {word for word in changed.new if word not in other.content}
+        if still or (whole and brought and not changed.old and other.content & changed.content):
+            about = still or brought
+            found.append(
+                {
+                    "signal": "change",
+                    "first": _said(a),
+                    "second": _said(b),
+                    "about": " ".join(sorted(about)),
+                }
+            )
+    swapped = [] if whole and len(a.content) + len(b.content) > 16 else _swapped(a, b)
+    if swapped:
+        found.append({"signal": "name", "first": swapped[0], "second": swapped[1]})
+    return found
+
+
+def _swapped(a: Words, b: Words) -> list[str]:
+    """A word in the same place after the same prescribing word ("use pnpm" / "use npm"),
+    each missing from the other side, neither a scope or a common word."""
+    follows_a = _prescribed(a)
+    follows_b = _prescribed(b)
+    for verb in sorted(set(follows_a) & set(follows_b)):
+        left, right = follows_a[verb], follows_b[verb]
+        if (
+            left != right
+            and left not in b.content
+            and right not in a.content
+            and left not in SCOPE_STEMS
+            and right not in SCOPE_STEMS
+            and stem(left) not in OPPOSITES.get(stem(right), frozenset())
+        ):
+            return [left, right]
+    return []
+
+
+def _prescribed(words: Words) -> dict[str, str]:
+    """Each prescribing word's object: the first word after it that carries meaning."""
+    found: dict[str, str] = {}
+    tokens = words.tokens
+    for index, token in enumerate(tokens[:-1]):
+        if token not in PRESCRIBE:
+            continue
+        for ahead in tokens[index + 1 : index + 3]:
+            if ahead in STOPWORDS or ahead in NEGATORS or _NUMBER.match(ahead):
+                continue
+            found.setdefault(token, stem(ahead))
+            break
+    return found
+
+
+def _aligned(a: str, b: str, threshold: float) -> Iterable[tuple[Words, Words]]:
+    """The sentence pairs of ``a`` and ``b`` about the same thing: each sentence with its
+    closest counterpart, where they share at least ``threshold`` of the smaller one's words."""
+    left = [read(s) for s in sentences(a)]
+    right = [read(s) for s in sentences(b)]
+    for one in left:
+        best = max(right, key=lambda other: overlap(one.content, other.content))
+        if overlap(one.content, best.content) >= threshold:
+            yield one, best
+    for other in right:
+        best = max(left, key=lambda one: overlap(one.content, other.content))
+        if overlap(best.content, other.content) >= threshold:
+            yield best, other
+
+
+# Two sentences are about the same thing when they share this share of the smaller one's words.
+ALIGNED = 0.5
+# Two memories that share a name or identifier are about the same thing at a lower
+# similarity than ``similarity`` asks of the others, but not below this.
+NAMED = 0.25
+
+
+def compare(
+    a: str,
+    b: str,
+    *,
+    cosine: float | None = None,
+    similarity: float = 0.6,
+    repeat_overlap: float = 0.7,
+) -> Verdict:
+    """Whether ``a`` and ``b`` repeat or contradict each other. ``cosine`` is their
+    embeddings' (None without a model). They are read side by side when they are about the
+    same thing: that cosine, or the share of words they share, at least ``similarity``; or
+    a name, identifier or version in common and at least NAMED."""
+    whole_a, whole_b = read(a), read(b)
+    shared = overlap(whole_a.content, whole_b.content)
+    score = max(cosine if cosine is not None else 0.0, shared)
+    named = (
+        bool(whole_a.specific & whole_b.specific)
+        or bool({n[0] for n in whole_a.numbers} & {n[0] for n in whole_b.numbers} - {""})
+        or bool((whole_a.old | whole_a.new) & whole_b.content)
+        or bool((whole_b.old | whole_b.new) & whole_a.content)
+    )
+    evidence: dict[str, object] = {
+        "similarity": round(score, 3),
+        "sharedWords": round(shared, 3),
+        **({"cosine": round(cosine, 3)} if cosine is not None else {}),
+    }
+    if score < similarity and not (named and score >= NAMED):
+        return Verdict(None, score, evidence)
+    differs = _claims(whole_a, whole_b, whole=True)
+    seen: set[tuple[str, str]] = set()
+    for left, right in _aligned(a, b, ALIGNED):
+        if (left.text, right.text) in seen or (left.text, right.text) == (a, b):
+            continue
+        seen.add((left.text, right.text))
+        differs += [c for c in _claims(left, right, whole=False) if c not in differs]
+    only_a = sorted(whole_a.content - whole_b.content)
+    only_b = sorted(whole_b.content - whole_a.content)
+    evidence["onlyFirst"] = only_a[:12]
+    evidence["onlySecond"] = only_b[:12]
+    if differs:
+        evidence["signals"] = sorted({claim["signal"] for claim in differs})
+        evidence["differs"] = differs[:6]
+        return Verdict(CONFLICT, score, evidence)
+    if score >= similarity and _repeats(whole_a, whole_b, repeat_overlap, cosine):
+        return Verdict(REPEAT, score, evidence)
+    return Verdict(None, score, evidence)
+
+
+def _repeats(a: Words, b: Words, threshold: float, cosine: float | None) -> bool:
+    """Neither adds anything of substance: the same names, numbers and identifiers (at
+    least ``threshold`` of the smaller side's are in the other), and either nearly all of
+    the smaller one's words in the larger or, for a paraphrase, one meaning to the model."""
+    small, large = (a, b) if len(a.content) <= len(b.content) else (b, a)
+    if not small.content:
+        return False
+    covered = len(small.content & large.content) / len(small.content)
+    if small.specific or large.specific:
+        names = overlap(small.specific, large.specific) if small.specific else 0.0
+        if names < threshold or len(large.specific - small.specific) > max(2, len(small.specific)):
+            return False
+    extra = large.content - small.content
+    if covered >= threshold and len(extra) <= max(3, len(small.content)):
+        return True
+    # Paraphrases: other words for the same claim, which the model sees as one meaning.
+    return cosine is not None and cosine >= 0.8 and covered >= 0.4
