@@ -149,6 +149,7 @@ class DroppedOut(serializers.Serializer):
             "limit",
             "duplicate",
             "similar",
+            "conflict",
             "below_confidence",
             "expired",
             "source_timeout",
@@ -157,11 +158,15 @@ class DroppedOut(serializers.Serializer):
     repeats = serializers.IntegerField(
         required=False, help_text="For `similar`: the id of the memory given that it repeats."
     )
+    conflictsWith = serializers.IntegerField(
+        required=False,
+        help_text="For `conflict`: the id of the memory given instead (an open conflict).",
+    )
 
 
 class WarningOut(serializers.Serializer):
     code = serializers.ChoiceField(
-        choices=["BUDGET_EXCEEDED", "SOURCE_TIMEOUT", "SEMANTIC_UNAVAILABLE"]
+        choices=["BUDGET_EXCEEDED", "SOURCE_TIMEOUT", "SEMANTIC_UNAVAILABLE", "CONFLICT"]
     )
     message = serializers.CharField()
 
@@ -183,6 +188,9 @@ class ContextMetadataOut(serializers.Serializer):
     lod = serializers.CharField()
     promptHash = serializers.CharField()
     qualityAchieved = serializers.FloatField()
+    coherence = serializers.FloatField(
+        help_text="Share of the given memories' pairs with no open conflict between them."
+    )
     sourceCoverage = serializers.DictField(child=SourceCoverageOut())
     warnings = WarningOut(many=True)
     cacheHit = serializers.BooleanField()
@@ -270,6 +278,7 @@ def context_json(result: Context, *, stamp: bool = True) -> dict[str, Any]:
         "lod": meta.lod,
         "promptHash": meta.prompt_hash,
         "qualityAchieved": meta.quality_achieved,
+        "coherence": meta.coherence,
         "sourceCoverage": {
             source: {
                 "candidates": coverage.candidates,
@@ -309,6 +318,8 @@ def _dropped(dropped: Dropped) -> dict[str, Any]:
     body: dict[str, Any] = {"id": dropped.id, "source": dropped.source, "reason": dropped.reason}
     if dropped.repeats is not None:
         body["repeats"] = dropped.repeats
+    if dropped.conflicts_with is not None:
+        body["conflictsWith"] = dropped.conflicts_with
     return body
 
 

@@ -7,6 +7,7 @@ two in step.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -26,8 +27,11 @@ from memories.models import (
     EventAction,
     Memory,
     MemoryEvent,
+    MemoryPair,
     MemoryType,
     Outcome,
+    PairKind,
+    PairStatus,
     Project,
     ReviewStatus,
     Run,
@@ -89,6 +93,17 @@ class MemoryOut(serializers.Serializer):
         allow_null=True, help_text="The memory a consolidation merged this one into."
     )
     compressedAt = serializers.DateTimeField(allow_null=True)
+    supersededBy = serializers.IntegerField(
+        allow_null=True, help_text="The memory that replaced this one (archived, restorable)."
+    )
+    supersededAt = serializers.DateTimeField(allow_null=True)
+    supersededActor = serializers.CharField(
+        help_text="Who superseded it: `user:<name>` or `api-key:<name>`."
+    )
+    liveSuccessor = serializers.IntegerField(
+        allow_null=True,
+        help_text="The live end of its chain of supersedes (A by B, B by C: C).",
+    )
     staleAt = serializers.DateTimeField(
         allow_null=True, help_text="When a code change flagged it for re-review."
     )
@@ -97,8 +112,10 @@ class MemoryOut(serializers.Serializer):
     updatedAt = serializers.DateTimeField()
 
 
-def memory_out(memory: Memory) -> dict[str, Any]:
-    """A memory as the API shows it (needs ``approved_by`` selected with it)."""
+def memory_out(memory: Memory, live: Mapping[int, int] | None = None) -> dict[str, Any]:
+    """A memory as the API shows it (needs ``approved_by`` selected with it); ``live`` maps
+    superseded memories to the live end of their chain (memories.services.live_successors)."""
+    successor = memory.superseded_by_id
     return {
         "id": memory.pk,
         "projectId": memory.project_id,
@@ -124,6 +141,10 @@ def memory_out(memory: Memory) -> dict[str, Any]:
         "archivedAt": memory.archived_at,
         "mergedInto": memory.merged_into_id,
         "compressedAt": memory.compressed_at,
+        "supersededBy": successor,
+        "supersededAt": memory.superseded_at,
+        "supersededActor": memory.superseded_actor,
+        "liveSuccessor": (live or {}).get(memory.pk, successor) if successor else None,
         "staleAt": memory.stale_at,
         "staleRef": memory.stale_ref,
         "createdAt": memory.created_at,
@@ -161,6 +182,15 @@ class MemoryCreateIn(StrictInput):
         default=Scope.PROJECT,
         help_text="`run`: scratch notes of the run `sourceRunId`, cleared when it ends.",
     )
+    supersedes = serializers.ListField(
+        child=StrictIntegerField(min_value=1),
+        required=False,
+        default=list,
+        max_length=20,
+        help_text="Ids of memories this one replaces: each is superseded by it (archived,"
+        " restorable), or, for an approved or global memory written over by an agent, a"
+        " conflict waits for a reviewer.",
+    )
 
 
 class GlobalMemoryCreateIn(StrictInput):
@@ -186,6 +216,108 @@ class MemoryUpdateIn(StrictInput):
     reason = StrictCharField(
         max_length=500, required=False, allow_blank=True, help_text="Why, for the history."
     )
+
+
+@extend_schema_serializer(component_name="Conflict")
+class ConflictOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(
+        choices=PairKind.choices,
+        help_text="`repeat`: they say the same; `conflict`: same subject, different claim.",
+    )
+    memoryIds = serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2)
+    status = serializers.ChoiceField(
+        choices=PairStatus.choices,
+        help_text="`open` until decided; `dismissed`: judged no conflict (until either's words"
+        " change).",
+    )
+    similarity = serializers.FloatField()
+    evidence = serializers.DictField(
+        help_text="Why: `similarity`, `signals` (number, negation, opposite, change, name),"
+        " `differs` (what differs), the words only one side has; `supersede` for an agent's"
+        " supersede waiting for a reviewer."
+    )
+    resolution = serializers.CharField(
+        help_text="kept, merged, not_conflict, rejected or changed; empty while open."
+    )
+    outcomeMemoryId = serializers.IntegerField(
+        allow_null=True, help_text="The memory kept, made by a merge, or rejected."
+    )
+    resolvedBy = serializers.CharField()
+    resolvedAt = serializers.DateTimeField(allow_null=True)
+    reason = serializers.CharField()
+    createdAt = serializers.DateTimeField()
+
+
+def conflict_out(pair: MemoryPair) -> dict[str, Any]:
+    return {
+        "id": pair.pk,
+        "kind": pair.kind,
+        "memoryIds": pair.memory_ids,
+        "status": pair.status,
+        "similarity": pair.similarity,
+        "evidence": pair.evidence,
+        "resolution": pair.resolution,
+        "outcomeMemoryId": pair.outcome_memory_id,
+        "resolvedBy": pair.resolved_actor,
+        "resolvedAt": pair.resolved_at,
+        "reason": pair.reason,
+        "createdAt": pair.created_at,
+    }
+
+
+class ConflictPageOut(serializers.Serializer):
+    conflicts = ConflictOut(many=True)
+    next = serializers.URLField(allow_null=True)
+
+
+class SupersededOut(serializers.Serializer):
+    done = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Memories superseded now."
+    )
+    waiting = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Conflicts opened for a reviewer (approved or global memories).",
+    )
+
+
+@extend_schema_serializer(component_name="CreatedMemory")
+class MemoryCreatedOut(MemoryOut):
+    superseded = SupersededOut(help_text="What `supersedes` did.")
+    conflicts = ConflictOut(
+        many=True, help_text="Open pairs found when it was written: repeats, possible conflicts."
+    )
+
+
+class SupersedeIn(StrictInput):
+    by = StrictIntegerField(min_value=1, help_text="The memory that replaces this one.")
+    reason = StrictCharField(max_length=500, required=False, default="", allow_blank=True)
+
+
+class SupersedeWaitingOut(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["waiting"])
+    message = serializers.CharField()
+    conflict = ConflictOut()
+
+
+class ResolveIn(StrictInput):
+    action = StrictChoiceField(
+        choices=[
+            ("keep", "keep memoryId, supersede the other"),
+            ("merge", "one new memory says it once; both superseded by it"),
+            ("dismiss", "not a conflict: keep both"),
+            ("reject", "reject memoryId (reviewers)"),
+        ]
+    )
+    memoryId = StrictIntegerField(
+        required=False, allow_null=True, default=None, help_text="For keep and reject."
+    )
+    content = _content_field(
+        required=False, help_text="For merge: the merged text (default: the one with precedence)."
+    )
+    type = StrictChoiceField(choices=MemoryType.choices, required=False)
+    tags = tag_list(required=False)
+    reason = StrictCharField(max_length=500, required=False, default="", allow_blank=True)
 
 
 class ChangesIn(StrictInput):

@@ -1,7 +1,7 @@
 from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api import changes, runs, views
+from api import changes, conflicts, runs, views
 from api.context import ContextView
 from api.errors import api_not_found
 
@@ -39,6 +39,18 @@ urlpatterns = [
         f"{memory}/restore-content",
         views.MemoryRestoreContent.as_view(),
         name="memory-restore-content",
+    ),
+    path(f"{memory}/supersede", conflicts.MemorySupersede.as_view(), name="memory-supersede"),
+    path(f"{project}/conflicts", conflicts.ConflictList.as_view(), name="conflicts"),
+    path(
+        f"{project}/conflicts/<id:conflict_id>",
+        conflicts.ConflictDetail.as_view(),
+        name="conflict",
+    ),
+    path(
+        f"{project}/conflicts/<id:conflict_id>/resolve",
+        conflicts.ConflictResolve.as_view(),
+        name="conflict-resolve",
     ),
     path(f"{project}/changes", changes.ProjectChanges.as_view(), name="changes"),
     path(f"{project}/runs", runs.RunCreate.as_view(), name="runs"),

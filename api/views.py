@@ -6,8 +6,10 @@ nothing else."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from django.contrib.postgres.aggregates import JSONBAgg
+from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.db.models.functions import JSONObject
 from django.http import StreamingHttpResponse
@@ -44,7 +46,8 @@ from api.filters import CamelOrderingFilter, MemoryFilter
 from api.idempotency import idempotent
 from api.pagination import EventPagination, MemoryPagination
 from memories import selectors, services
-from memories.models import Memory, Project, Run, Scope, Source
+from memories.models import Memory, MemoryPair, Project, Run, Scope, Source
+from memories.selectors import open_pairs
 
 
 def _memories(project: Project) -> QuerySet[Memory]:
@@ -54,6 +57,14 @@ def _memories(project: Project) -> QuerySet[Memory]:
         .select_related("approved_by")
         .defer("search_vector", "match_keys")
     )
+
+
+def _memories_out(memories: list[Memory]) -> list[dict[str, Any]]:
+    """Memories as the API shows them, superseded ones with the live end of their chain
+    (one query, only when the page holds one)."""
+    superseded = [m.pk for m in memories if m.superseded_by_id]
+    live = services.live_successors(superseded) if superseded else {}
+    return [s.memory_out(memory, live) for memory in memories]
 
 
 def _check_source(request: Request, source: str) -> None:
@@ -99,13 +110,15 @@ class MemoryListCreate(generics.GenericAPIView):
     def get(self, request: Request, project: str) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         assert page is not None
-        return self.get_paginated_response([s.memory_out(memory) for memory in page])
+        return self.get_paginated_response(_memories_out(page))
 
     @extend_schema(
         parameters=[PROJECT_PARAM, IDEMPOTENCY_PARAM],
         request=s.MemoryCreateIn,
-        responses={201: s.MemoryOut, **errors(*WRITE_ERRORS, 409)},
+        responses={201: s.MemoryCreatedOut, **errors(*WRITE_ERRORS, 409)},
         summary="Store a memory",
+        description="The answer also names the repeats and possible conflicts found as it was"
+        " written (`conflicts`), and what `supersedes` did (`superseded`).",
     )
     def post(self, request: Request, project: str) -> Response:
         target = project_or_404(request, project)
@@ -121,6 +134,28 @@ class MemoryListCreate(generics.GenericAPIView):
             if source_run is None:
                 raise ValidationError({"sourceRunId": ["No run with this id in this project."]})
         optional = {"expires_at": data["expiresAt"]} if "expiresAt" in data else {}
+        with transaction.atomic():
+            memory, superseded = self._store(request, project, data, source_run, optional)
+        found = open_pairs(MemoryPair.objects.filter(Q(first=memory) | Q(second=memory)))
+        body = {
+            **s.memory_out(memory),
+            "superseded": {
+                "done": superseded.done,
+                "waiting": [pair.pk for pair in superseded.waiting],
+            },
+            "conflicts": [s.conflict_out(pair) for pair in found.order_by("id")],
+        }
+        return created_response(body, "api:memory", project=project.slug, memory_id=memory.pk)
+
+    def _store(
+        self,
+        request: Request,
+        project: Project,
+        data: dict[str, Any],
+        source_run: Run | None,
+        optional: dict[str, Any],
+    ) -> tuple[Memory, services.Superseded]:
+        actor = actor_for(request)
         memory = services.memory_create(
             project=project,
             scope=data["scope"],
@@ -131,12 +166,15 @@ class MemoryListCreate(generics.GenericAPIView):
             source=data["source"],
             source_run=source_run,
             summary=data.get("summary"),
-            actor=actor_for(request),
+            actor=actor,
             **optional,
         )
-        return created_response(
-            s.memory_out(memory), "api:memory", project=project.slug, memory_id=memory.pk
-        )
+        superseded = services.Superseded()
+        if data["supersedes"]:
+            superseded = services.supersede_on_create(
+                memory=memory, ids=data["supersedes"], actor=actor
+            )
+        return memory, superseded
 
 
 class MemoryDetail(APIView):
@@ -145,7 +183,7 @@ class MemoryDetail(APIView):
     )
     def get(self, request: Request, project: str, memory_id: int) -> Response:
         target = project_or_404(request, project)
-        return Response(s.memory_out(project_memory_or_404(target, memory_id)))
+        return Response(_memories_out([project_memory_or_404(target, memory_id)])[0])
 
     @extend_schema(
         parameters=[PROJECT_PARAM, MEMORY_PARAM],

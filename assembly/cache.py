@@ -93,7 +93,7 @@ class Lookup:
 
 # The shape of a stored Answer: a new shape is a new key, so processes of two releases that
 # share the cache (a rolling deploy) never read each other's entries.
-ENTRY_FORMAT = 3
+ENTRY_FORMAT = 4
 
 
 def _entry_key(project_id: int, digest: str) -> str:

@@ -27,3 +27,8 @@ SOURCE_SECONDS = Histogram(
 SOURCE_ERRORS = Counter(
     "memory_source_errors", "Candidate queries that timed out or failed.", ["source"]
 )
+COHERENCE = Histogram(
+    "memory_coherence_score",
+    "Share of the given memories' pairs with no open conflict between them, per assembly.",
+    buckets=(0.5, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0),
+)

@@ -45,6 +45,7 @@ class Candidate:
     scope: float = 0.0  # how well its tags fit the write scope, 0..1 (assembly.scope)
     entities: float = 0.0  # the share of the request's entities it mentions (assembly.entities)
     semantic: float = 0.0  # cosine of its embedding with the task's, 0..1 (memories.embeddings)
+    approved: bool = False  # a reviewer approved it (precedence in a conflict)
 
 
 @dataclass(frozen=True)

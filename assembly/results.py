@@ -30,6 +30,8 @@ class Dropped:
     reason: str
     # For ``similar``: the id of the memory given that it repeats.
     repeats: int | None = None
+    # For ``conflict``: the id of the memory given instead (an open conflict between them).
+    conflicts_with: int | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,8 @@ class Metadata:
     # Per response: whether the cache answered, and how long the answer took.
     cache_hit: bool = False
     assembly_time_ms: float = 0.0
+    # The share of the given memories' pairs with no open conflict between them.
+    coherence: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,13 @@ from django.utils import timezone
 
 from assembly import cache
 from assembly.budget import Share
-from assembly.metrics import ASSEMBLY_SECONDS, CACHE_REQUESTS
+from assembly.coherence import OpenPair, Settled, coherence, settle
+from assembly.metrics import ASSEMBLY_SECONDS, CACHE_REQUESTS, COHERENCE
 from assembly.packing import LODS, Packed, Weights, pack, rank
 from assembly.render import PROMPT_PARTS, render_prompt
 from assembly.results import Context, ContextWarning, Coverage, Dropped, Item, Metadata
 from assembly.sources import SOURCES, SourceResult, fetch
-from memories import embeddings
+from memories import embeddings, selectors
 from memories import services as memory_services
 from memories.actors import Actor
 from memories.models import MemoryPolicy, Project, Run
@@ -302,9 +303,11 @@ def _assemble(
         recency=policy.weight_recency,
     )
     ranked = rank([c for r in results for c in r.candidates], weights)
+    pairs = [OpenPair(*row) for row in selectors.open_pairs_among([s.candidate.id for s in ranked])]
+    settled = settle(ranked, pairs, flag=policy.conflict_mode == "flag")
     render = partial(render_prompt, request.prompt) if request.format == "prompt" else None
     packed = pack(
-        ranked,
+        settled.ranked,
         budget=pool,
         limit=limit,
         lod=request.lod,
@@ -330,6 +333,10 @@ def _assemble(
             warnings.append(
                 ContextWarning("SOURCE_TIMEOUT", f"The {r.source} source was too slow.")
             )
+    given = [c.scored.candidate.id for c in packed.chosen]
+    coherent = coherence(given, settled.conflicts)
+    COHERENCE.observe(coherent)
+    warnings += _conflict_warnings(settled, given)
     if meaning is None and task and embeddings.configured() is not None:
         warnings.append(
             ContextWarning(
@@ -344,6 +351,16 @@ def _assemble(
             Dropped(c.candidate.id, c.candidate.source, why, packed.similar_to.get(c.candidate.id))
             for c, why in packed.dropped
         ]
+        + [
+            Dropped(
+                s.candidate.id,
+                s.candidate.source,
+                why,
+                repeats=kept if why == "similar" else None,
+                conflicts_with=kept if why == "conflict" else None,
+            )
+            for s, why, kept in settled.dropped
+        ]
         + [_excluded(row) for r in results for row in r.left_out]
         + [Dropped(None, r.source, "source_timeout") for r in results if r.timed_out],
         metadata=Metadata(
@@ -355,8 +372,37 @@ def _assemble(
             quality_achieved=_quality(packed, ranked, limit),
             source_coverage=_coverage(results, packed),
             warnings=warnings,
+            coherence=coherent,
         ),
     )
+
+
+def _conflict_warnings(settled: Settled, given: Sequence[int]) -> list[ContextWarning]:
+    """CONFLICT: memories left out for an open conflict with one given, or (policy ``flag``)
+    given together although they may contradict each other."""
+    left_out = [(s.candidate.id, kept) for s, why, kept in settled.dropped if why == "conflict"]
+    chosen = set(given)
+    together = [p for p in settled.conflicts if p.first in chosen and p.second in chosen]
+    warnings = []
+    if left_out:
+        named = ", ".join(f"{memory} (conflicts with {kept})" for memory, kept in left_out[:5])
+        warnings.append(
+            ContextWarning(
+                "CONFLICT",
+                f"Left out for an open conflict with a memory given: {named}."
+                " A reviewer decides which one stands.",
+            )
+        )
+    if together:
+        named = ", ".join(f"{p.first} and {p.second}" for p in together[:5])
+        warnings.append(
+            ContextWarning(
+                "CONFLICT",
+                f"Given together although they may contradict each other: {named}."
+                " A reviewer decides which one stands.",
+            )
+        )
+    return warnings
 
 
 def _items(packed: Packed) -> list[Item]:

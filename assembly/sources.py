@@ -25,7 +25,8 @@ from assembly.metrics import SOURCE_ERRORS, SOURCE_SECONDS
 from assembly.packing import Candidate, recency
 from assembly.scope import scope_grade
 from memories import embeddings
-from memories.models import Project, Run
+from memories.models import Project, ReviewStatus, Run
+from memories.models.choices import sql_literal
 
 SOURCES = ("run", "project", "global")
 # Rows taken per source before ranking in Python: enough for any limit the policy allows
@@ -62,7 +63,8 @@ _COLUMNS = (
     "m.id, m.type, m.content, m.summary, m.tags, m.confidence, m.relevance_score,"
     " greatest(floor(extract(epoch FROM %(now)s) / 86400)"
     " - floor(extract(epoch FROM m.created_at) / 86400), 0)::float8 AS age_days,"
-    " coalesce(m.expires_at <= %(now)s, false) AS expired"
+    " coalesce(m.expires_at <= %(now)s, false) AS expired,"
+    f" m.review_status = {sql_literal(ReviewStatus.APPROVED)} AS approved"
 )
 
 
@@ -137,6 +139,7 @@ def fetch(
                 scope=scope_grade(row["tags"], write_scope) if row["tag_match"] else 0.0,
                 entities=entity_share(entities, row["content"], row["tags"]),
                 semantic=max(0.0, cosine),
+                approved=row["approved"],
             )
             for row, cosine in zip(usable, semantic, strict=True)
         ],

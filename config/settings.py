@@ -228,6 +228,7 @@ CELERY_BEAT_SCHEDULE = {
         ("evict_memories", _HOUR),
         ("decay_memories", 6 * _HOUR),
         ("consolidate_memories", 6 * _HOUR),
+        ("find_conflicts", 6 * _HOUR),
         ("compress_memories", 24 * _HOUR),
     ]
 }
@@ -288,6 +289,10 @@ SPECTACULAR_SETTINGS = {
         "OutcomeEnum": "memories.models.Outcome",
         "EventActionEnum": "memories.models.EventAction",
         "ContextSourceEnum": "assembly.sources.SOURCES",
+        "ScopeEnum": "memories.models.Scope",
+        "WritableScopeEnum": [("project", "project"), ("run", "run")],
+        "PairKindEnum": "memories.models.PairKind",
+        "PairStatusEnum": "memories.models.PairStatus",
     },
 }
 

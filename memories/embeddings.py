@@ -218,7 +218,7 @@ def similarities(query: np.ndarray, stored: Sequence[bytes | None]) -> list[floa
     0 for a memory with no fresh vector or of another length."""
     result = []
     for raw in stored:
-        vector = _from_array_send(raw) if raw is not None else None
+        vector = from_array_send(raw) if raw is not None else None
         if vector is None or vector.shape != query.shape:
             result.append(0.0)
         else:
@@ -231,7 +231,7 @@ def similarities(query: np.ndarray, stored: Sequence[bytes | None]) -> list[floa
 _ELEMENTS = np.dtype([("length", ">i4"), ("value", ">f4")])
 
 
-def _from_array_send(raw: bytes) -> np.ndarray | None:
+def from_array_send(raw: bytes) -> np.ndarray | None:
     data = bytes(raw)
     if len(data) < 20 or int.from_bytes(data[0:4], "big") != 1:
         return None

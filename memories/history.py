@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memories import embeddings, hooks
+from memories import embeddings, hooks, pairs
 from memories.actors import Actor
 from memories.models import EventAction, Memory, MemoryEvent, Run, Tier
 from memories.models.choices import sql_literal
@@ -113,10 +113,12 @@ def record(events: Sequence[MemoryEvent], *, of_existing: bool = True) -> None:
     that are new or gone (``of_existing=False``)."""
     MemoryEvent.objects.bulk_create(events, batch_size=BATCH_SIZE)
     changes = {e.memory_id: e.changes for e in events} if of_existing else None
-    # New words mean a new embedding, written in the same transaction.
-    embeddings.refresh(
-        [e.memory_id for e in events if e.action != EventAction.DELETED and "content" in e.changes]
-    )
+    # New words mean a new embedding, and another look for repeats and contradictions,
+    # in the same transaction.
+    worded = [e for e in events if e.action != EventAction.DELETED and "content" in e.changes]
+    embeddings.refresh([e.memory_id for e in worded])
+    if worded:
+        pairs.find([e.memory_id for e in worded], found_by=worded[0].actor_label)
     written({e.project_id for e in events}, changes)
 
 

@@ -8,6 +8,7 @@ from celery import shared_task
 
 from memories.services import uses
 from policies.compression import compress_memories_task as compress_memories
+from policies.conflicts import find_conflicts_task as find_conflicts
 from policies.consolidation import consolidate_memories_task as consolidate_memories
 from policies.decay import decay_memories_task as decay_memories
 from policies.eviction import evict_memories_task as evict_memories
@@ -23,6 +24,7 @@ __all__ = [
     "decay_memories",
     "evict_memories",
     "expire_memories",
+    "find_conflicts",
     "flush_memory_uses",
     "update_tiers",
 ]

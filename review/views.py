@@ -29,7 +29,7 @@ from django_htmx.middleware import HtmxDetails
 from assembly.services import ContextRequest, context_assemble
 from memories import selectors, services
 from memories.actors import Actor
-from memories.models import Memory, Project
+from memories.models import Memory, MemoryPair, Project
 from memories.text import is_whole_number
 from policies.models import JobState
 from review.forms import MemoryEditForm, MemoryListFilter, PreviewForm
@@ -107,6 +107,7 @@ def queue(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse:
     if order not in selectors.REVIEW_ORDERS:
         order = "newest"
     page = _page(request, selectors.memories_for_review(project=project, order=order))
+    _flag(page.object_list)
     return render(
         request,
         _part(request, "review/queue.html", "results"),
@@ -130,6 +131,7 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     )
     queryset = filters.qs if filters.is_bound else filters.queryset.order_by("-created_at", "-id")
     page = _page(request, queryset)
+    _flag(page.object_list)
     query = request.GET.copy()
     query.pop("page", None)
     return render(
@@ -331,6 +333,138 @@ def _after_change(request: HtmxHttpRequest, ids: Sequence[int]) -> HttpResponse:
     ]
     parts.append(render_to_string(f"{ROWS}#messages", {"oob": True}, request=request))
     return HttpResponse("".join(parts))
+
+
+# --- repeats and conflicts -------------------------------------------------------------------
+
+PAIR_STATUSES = {"open": "Open", "dismissed": "Judged compatible", "resolved": "Resolved"}
+
+
+@require_GET
+@login_required
+def conflicts(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse:
+    """The pairs of a project (or of every project) that repeat or may contradict each
+    other, open ones first by default, each with both memories side by side."""
+    project = get_object_or_404(Project, slug=slug) if slug else None
+    wanted = request.GET.get("status", "open")
+    if wanted not in PAIR_STATUSES:
+        wanted = "open"
+    pairs = (
+        MemoryPair.objects.all() if project is None else MemoryPair.objects.filter(project=project)
+    )
+    pairs = (
+        selectors.open_pairs(pairs) if wanted == "open" else pairs.filter(status=wanted)
+    ).order_by("-created_at", "-id")
+    page = _page(request, pairs)
+    memories = services.pair_memories(list(page.object_list))
+    return render(
+        request,
+        _part(request, "review/conflicts.html", "results"),
+        {
+            "project": project,
+            "page": page,
+            "rows": [
+                {
+                    "pair": pair,
+                    "first": memories.get(pair.first_id),
+                    "second": memories.get(pair.second_id),
+                }
+                for pair in page.object_list
+            ],
+            "status": wanted,
+            "statuses": PAIR_STATUSES,
+            "query": f"status={wanted}",
+            "is_reviewer": _is_reviewer(request),
+        },
+    )
+
+
+@require_GET
+@login_required
+def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    pair = get_object_or_404(MemoryPair.objects.select_related("project"), pk=pk)
+    sides = selectors.pair_sides(pair)
+    best = max((side.memory for side in sides), key=services.precedence, default=None)
+    return render(
+        request,
+        "review/conflict.html",
+        {
+            "pair": pair,
+            "project": pair.project,
+            "sides": sides,
+            "merged_text": best.content if best else "",
+            "is_reviewer": _is_reviewer(request),
+        },
+    )
+
+
+@require_POST
+@login_required
+def conflict_action(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Decide a pair: keep one, merge, keep both (dismiss) or reject one."""
+    actor = _reviewer(request)
+    pair = get_object_or_404(MemoryPair, pk=pk)
+    action = request.POST.get("action", "")
+    raw = request.POST.get("memory", "")
+    memory_id = int(raw) if is_whole_number(raw) and len(raw) <= 18 else None
+    back = _back(request, reverse("review:conflict", args=[pair.pk]))
+    try:
+        decided = services.pair_resolve(
+            pair_id=pair.pk,
+            action=action,
+            actor=actor,
+            memory_id=memory_id,
+            content=request.POST.get("content") if action == "merge" else None,
+            reason=request.POST.get("reason", ""),
+        )
+    except (ValidationError, services.Conflict) as error:
+        messages.error(request, _problem(error))
+        return HttpResponseRedirect(back)
+    messages.success(request, _decided(decided))
+    if decided.resolution == "merged" and decided.outcome_memory_id:
+        return HttpResponseRedirect(reverse("review:memory", args=[decided.outcome_memory_id]))
+    return HttpResponseRedirect(back)
+
+
+@require_POST
+@login_required
+def conflict_bulk(request: HtmxHttpRequest) -> HttpResponse:
+    actor = _reviewer(request)
+    action = request.POST.get("action", "")
+    ids = [int(v) for v in request.POST.getlist("ids") if is_whole_number(v) and len(v) <= 18]
+    back = _back(request, reverse("review:conflicts"))
+    if action not in ("dismiss", "keep-newer", "keep-older") or not ids:
+        messages.error(request, "Select one or more pairs, then choose what to do with them.")
+        return HttpResponseRedirect(back)
+    done, failed = services.pairs_resolve(pair_ids=ids, action=action, actor=actor)
+    messages.success(request, f"Decided {len(done)} pair{'' if len(done) == 1 else 's'}.")
+    for pair_id, why in failed[:5]:
+        messages.warning(request, f"Pair {pair_id}: {why}")
+    return HttpResponseRedirect(back)
+
+
+def _decided(pair: MemoryPair) -> str:
+    outcome = pair.outcome_memory_id
+    return {
+        "kept": f"Kept memory {outcome}; the other is superseded by it (restorable).",
+        "merged": f"Merged into memory {outcome}; both are superseded by it (restorable).",
+        "not_conflict": "Kept both: this pair is not flagged again unless their words change.",
+        "rejected": f"Rejected memory {outcome}.",
+    }.get(pair.resolution, "Decided.")
+
+
+def _problem(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        return " ".join(error.messages)
+    return str(error)
+
+
+def _flag(memories: Iterable[Memory]) -> None:
+    """Mark each memory of a page with its open pairs ("repeats #12"), in one query."""
+    rows = list(memories)
+    flags = selectors.pair_flags([memory.pk for memory in rows])
+    for memory in rows:
+        memory.flags = flags.get(memory.pk, [])  # type: ignore[attr-defined]
 
 
 # --- helpers ----------------------------------------------------------------------------------

@@ -3,9 +3,12 @@ where the services derive fields (token count, hash, tag regexes)."""
 
 from __future__ import annotations
 
+import random
+
 import factory
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from faker.providers.lorem.la import Provider as Latin
 
 from memories import services
 from memories.actors import Actor
@@ -61,6 +64,13 @@ class RunFactory(factory.django.DjangoModelFactory):
     write_scope = factory.LazyFunction(list)
 
 
+def distinct_sentence(n: int) -> str:
+    """A sentence of its own for the ``n``-th memory: seven Latin words, so that two memories
+    of a test neither repeat nor contradict each other unless the test says so."""
+    words = random.Random(n).sample(Latin.word_list, 7)
+    return " ".join(words).capitalize() + "."
+
+
 class MemoryFactory(factory.Factory):
     """Builds a memory through memories.services.memory_create."""
 
@@ -69,7 +79,7 @@ class MemoryFactory(factory.Factory):
 
     project = factory.SubFactory(ProjectFactory)
     type = "pattern"
-    content = factory.Sequence(lambda n: f"Memory number {n}: keep functions small.")
+    content = factory.Sequence(lambda n: distinct_sentence(n))
     source = "run"
     tags = factory.LazyFunction(list)
     relevance_score = 0.5

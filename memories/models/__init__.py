@@ -8,6 +8,9 @@ from memories.models.choices import (
     EventAction,
     MemoryType,
     Outcome,
+    PairKind,
+    PairStatus,
+    Resolution,
     ReviewStatus,
     RunStatus,
     Scope,
@@ -18,6 +21,7 @@ from memories.models.embeddings import MemoryEmbedding
 from memories.models.events import MemoryEvent
 from memories.models.keys import ApiKey, IdempotencyRecord
 from memories.models.memory import Memory, RunMemory
+from memories.models.pairs import MemoryPair
 from memories.models.projects import MemoryPolicy, Project
 from memories.models.runs import Run
 
@@ -32,10 +36,14 @@ __all__ = [
     "Memory",
     "MemoryEmbedding",
     "MemoryEvent",
+    "MemoryPair",
     "MemoryPolicy",
     "MemoryType",
     "Outcome",
+    "PairKind",
+    "PairStatus",
     "Project",
+    "Resolution",
     "ReviewStatus",
     "Run",
     "RunMemory",

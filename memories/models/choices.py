@@ -95,6 +95,29 @@ class EventAction(models.TextChoices):
     STALE = "stale"
     RESTORED = "restored"
     DELETED = "deleted"
+    SUPERSEDED = "superseded"
+
+
+class PairKind(models.TextChoices):
+    """What two memories found alike are to each other (memories.contradictions)."""
+
+    REPEAT = "repeat"
+    CONFLICT = "conflict"
+
+
+class PairStatus(models.TextChoices):
+    OPEN = "open"
+    RESOLVED = "resolved"
+    # A reviewer judged them no conflict (keep both): holds until either one's words change.
+    DISMISSED = "dismissed"
+
+
+class Resolution(models.TextChoices):
+    KEPT = "kept"  # one kept, the other superseded by it
+    MERGED = "merged"  # both superseded by a new memory that says it once
+    NOT_CONFLICT = "not_conflict"  # both kept
+    REJECTED = "rejected"  # one rejected by a reviewer
+    CHANGED = "changed"  # the words changed: no longer alike
 
 
 def sql_literal(value: models.TextChoices | str) -> str:

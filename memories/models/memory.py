@@ -94,6 +94,18 @@ class Memory(models.Model):
         editable=False,
         db_index=False,
     )
+    # Superseded: replaced by another memory (archived, restorable), when and by whom.
+    superseded_by = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="supersedes",
+        editable=False,
+        db_index=False,
+    )
+    superseded_at = models.DateTimeField(null=True, blank=True, editable=False)
+    superseded_actor = models.CharField(max_length=200, blank=True, editable=False, db_default="")
     stale_at = models.DateTimeField(null=True, blank=True, editable=False)
     stale_ref = models.CharField(max_length=200, blank=True, editable=False, db_default="")
     content_hash = models.CharField(max_length=64, editable=False)
@@ -169,6 +181,11 @@ class Memory(models.Model):
                 condition=Q(merged_into__isnull=True) | Q(archived_at__isnull=False),
                 name="memory_merged_is_archived",
             ),
+            models.CheckConstraint(
+                condition=Q(superseded_by__isnull=True)
+                | (Q(archived_at__isnull=False) & Q(superseded_at__isnull=False)),
+                name="memory_superseded_is_archived",
+            ),
         ]
         indexes = [
             # Selection at run start: a project's active memories, best first.
@@ -232,6 +249,11 @@ class Memory(models.Model):
                 fields=["merged_into"],
                 condition=Q(merged_into__isnull=False),
                 name="memory_merged_into_idx",
+            ),
+            models.Index(
+                fields=["superseded_by"],
+                condition=Q(superseded_by__isnull=False),
+                name="memory_superseded_by_idx",
             ),
             # Review pages: memories flagged stale by a code change; archived ones.
             models.Index(

@@ -60,6 +60,19 @@ class MemoryPolicy(models.Model):
     # A memory whose words are this share (or more) of a better-ranked one's, with nothing
     # specific of its own (assembly.diversity), is not given again.
     similar_threshold = models.FloatField(default=0.9, validators=UNIT_INTERVAL)
+    # Repeats and contradictions (memories.contradictions): two memories at least this
+    # similar (cosine of their embeddings, or the share of words they share) are compared;
+    # a repeat's smaller side has at least repeat_overlap of its words in the other. Of two
+    # memories in an open conflict, assembly gives the one with precedence ("precedence"),
+    # or both with a CONFLICT warning ("flag").
+    pair_similarity = models.FloatField(default=0.6, validators=UNIT_INTERVAL)
+    repeat_overlap = models.FloatField(default=0.7, validators=UNIT_INTERVAL)
+    conflict_mode = models.CharField(
+        max_length=16,
+        choices=[("precedence", "give the one with precedence"), ("flag", "give both, warn")],
+        default="precedence",
+        db_default="precedence",
+    )
     weight_quality = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
     weight_recency = models.FloatField(default=0.2, validators=[MinValueValidator(0.0)])
     recency_half_life_days = models.PositiveIntegerField(default=30)
@@ -120,6 +133,14 @@ class MemoryPolicy(models.Model):
             models.CheckConstraint(
                 condition=between_0_and_1("similar_threshold"),
                 name="policy_similar_threshold_range",
+            ),
+            models.CheckConstraint(
+                condition=between_0_and_1("pair_similarity") & between_0_and_1("repeat_overlap"),
+                name="policy_pair_thresholds_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(conflict_mode__in=["precedence", "flag"]),
+                name="policy_conflict_mode_valid",
             ),
             models.CheckConstraint(
                 condition=Q(selection_limit__gte=1, selection_limit__lte=1000),

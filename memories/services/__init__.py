@@ -28,6 +28,16 @@ from memories.services.memories import (
     memory_reject,
     memory_update,
 )
+from memories.services.pairs import (
+    Superseded,
+    live_successors,
+    memory_supersede,
+    pair_memories,
+    pair_resolve,
+    pairs_resolve,
+    precedence,
+    supersede_on_create,
+)
 from memories.services.projects import project_create
 from memories.services.runs import (
     OUTCOME_STEP,
@@ -44,11 +54,13 @@ __all__ = [
     "ChangeResult",
     "Conflict",
     "OutcomeResult",
+    "Superseded",
     "api_key_create",
     "api_key_revoke",
     "api_key_touch",
     "clamp_confidence",
     "default_expiry",
+    "live_successors",
     "memories_approve",
     "memories_change_type",
     "memories_clear_expiry",
@@ -63,9 +75,15 @@ __all__ = [
     "memory_approve",
     "memory_create",
     "memory_reject",
+    "memory_supersede",
     "memory_update",
+    "pair_memories",
+    "pair_resolve",
+    "pairs_resolve",
+    "precedence",
     "project_create",
     "run_give_memories",
     "run_record_outcome",
     "run_start",
+    "supersede_on_create",
 ]

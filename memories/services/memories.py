@@ -307,7 +307,8 @@ def memories_promote(*, memory_ids: Iterable[int], actor: Actor) -> ChangeResult
 def memories_restore(
     *, memory_ids: Iterable[int], actor: Actor, now: datetime | None = None
 ) -> ChangeResult:
-    """Archived memories (evicted, merged or cleared run scratch) come back: active, warm,
+    """Archived memories (evicted, merged, superseded or cleared run scratch) come back:
+    active, warm,
     without the archive mark. One merged into another also takes back from the survivor what
     the merge gave it: its access count, and the tags that only it brought. Memories that are
     not archived are left as they are."""
@@ -322,7 +323,15 @@ def memories_restore(
     restored = change_memories(
         memory_ids=ids,
         compute=lambda memory: (
-            {"active": True, "tier": Tier.WARM, "archived_at": None, "merged_into": None}
+            {
+                "active": True,
+                "tier": Tier.WARM,
+                "archived_at": None,
+                "merged_into": None,
+                "superseded_by": None,
+                "superseded_at": None,
+                "superseded_actor": "",
+            }
             if memory.archived_at is not None
             else {}
         ),

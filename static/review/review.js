@@ -5,7 +5,7 @@
   let current = -1;
 
   function rows() {
-    return Array.from(document.querySelectorAll("tr[data-memory]"));
+    return Array.from(document.querySelectorAll("tr[data-memory], tr[data-pair]"));
   }
 
   function focusRow(index) {
@@ -21,6 +21,15 @@
     if (event.metaKey || event.ctrlKey || event.altKey) return;
     if (event.target.closest("input, textarea, select, [contenteditable]")) return;
     const all = rows();
+    // A page of one item (a pair side by side): its keys act on the page.
+    const page = document.querySelector("[data-page-keys]");
+    if (!all.length && page) {
+      const target = document.querySelector(`[data-key="${event.key}"]`);
+      if (!target) return;
+      event.preventDefault();
+      if (target.matches("textarea, input")) target.focus(); else target.click();
+      return;
+    }
     if (!all.length) return;
     if (event.key === "j") { focusRow(current + 1); event.preventDefault(); return; }
     if (event.key === "k") { focusRow(current - 1); event.preventDefault(); return; }

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from memories import services
 from memories.actors import Actor
-from memories.models import ApiKey, Memory
+from memories.models import ApiKey, Memory, MemoryPair
 from tests.api.conftest import client_with_key, url
 
 pytestmark = pytest.mark.django_db
@@ -26,6 +26,10 @@ PROJECT_ROUTES = [
     ("get", "memories/{memory}/history", None),
     ("post", "memories/{memory}/restore", None),
     ("post", "memories/{memory}/restore-content", None),
+    ("post", "memories/{memory}/supersede", {"by": 1}),
+    ("get", "conflicts", None),
+    ("get", "conflicts/{conflict}", None),
+    ("post", "conflicts/{conflict}/resolve", {"action": "dismiss"}),
     ("post", "changes", {"paths": ["src/a.py"], "ref": "abc"}),
     ("post", "runs", {"externalId": "r-1"}),
     ("get", "runs/{run}", None),
@@ -44,7 +48,9 @@ def test_the_table_covers_every_project_route():
         if isinstance(p, URLPattern) and str(p.pattern).startswith("projects/<slug:project>")
     }
     table = {
-        path.replace("{memory}", "<id:memory_id>").replace("{run}", "<id:run_id>")
+        path.replace("{memory}", "<id:memory_id>")
+        .replace("{run}", "<id:run_id>")
+        .replace("{conflict}", "<id:conflict_id>")
         for _, path, _ in PROJECT_ROUTES
     }
     assert routes == table
@@ -53,9 +59,12 @@ def test_the_table_covers_every_project_route():
 @pytest.fixture
 def project_b(other_project, make_memory, make_run):
     memory = make_memory(project=other_project, content="B's secret")
+    other = make_memory(project=other_project, content="B's other secret")
     run = make_run(project=other_project)
     services.run_give_memories(run=run, ranked=[(memory.pk, 0.0)])
-    return other_project, memory, run
+    # Found as they were written: they say the same.
+    pair = MemoryPair.objects.get(first=memory, second=other, status="open")
+    return other_project, memory, run, pair
 
 
 @pytest.mark.parametrize(("method", "path", "body"), PROJECT_ROUTES)
@@ -63,12 +72,13 @@ def project_b(other_project, make_memory, make_run):
 def test_a_key_of_project_a_gets_404_on_every_url_of_project_b(
     agent, project_b, method, path, body, ref
 ):
-    other, memory, run = project_b
+    other, memory, run, pair = project_b
     target = other.slug if ref == "slug" else str(other.pk)
-    address = url(target, path.format(memory=memory.pk, run=run.pk)).rstrip("/")
+    where = path.format(memory=memory.pk, run=run.pk, conflict=pair.pk)
+    address = url(target, where).rstrip("/")
     response = getattr(agent, method)(address, body, format="json")
     missing = getattr(agent, method)(
-        url("no-such-project", path.format(memory=memory.pk, run=run.pk)).rstrip("/"),
+        url("no-such-project", where).rstrip("/"),
         body,
         format="json",
     )
@@ -77,6 +87,7 @@ def test_a_key_of_project_a_gets_404_on_every_url_of_project_b(
     assert "B's secret" not in response.content.decode()
     stored = Memory.objects.get(pk=memory.pk)
     assert (stored.content, stored.confidence, stored.active) == ("B's secret", 0.5, True)
+    assert MemoryPair.objects.get(pk=pair.pk).status == "open"
 
 
 def test_a_key_lists_only_its_own_project(agent, project, project_b):

@@ -211,7 +211,7 @@ def test_the_context_answer_has_every_documented_field_in_camel_case(project, ma
     assert set(body["dropped"][0]) == {"id", "source", "reason"}
     assert list(body["metadata"]) == [
         "totalTokens", "budget", "encoding", "lod", "promptHash", "qualityAchieved",
-        "sourceCoverage", "warnings", "cacheHit", "assemblyTimeMs",
+        "coherence", "sourceCoverage", "warnings", "cacheHit", "assemblyTimeMs",
     ]  # fmt: skip
     assert set(body["metadata"]["sourceCoverage"]["project"]) == {
         "candidates", "chosen", "tokens", "allocated", "latencyMs", "timedOut",

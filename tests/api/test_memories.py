@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from api.serializers import MemoryOut, memory_out
+from api.serializers import MemoryCreatedOut, MemoryOut, memory_out
 from memories import services
 from memories.actors import Actor
 from memories.models import Memory, MemoryEvent
@@ -34,7 +34,7 @@ def test_create_answers_camel_case_like_the_seed_example(agent, project):
     assert body["tags"] == ["src/core/**"]
     assert body["tokenCount"] == 9
     assert body["createdAt"].endswith("Z")
-    assert set(body) == set(MemoryOut().fields)
+    assert set(body) == set(MemoryCreatedOut().fields)
     event = MemoryEvent.objects.get(memory_id=body["id"])
     assert event.actor_label == "api-key:agent"
     assert event.actor_api_key is not None

@@ -14,6 +14,7 @@ from memories.actors import Actor
 from memories.models import Memory, Run
 from memories.tokens import count_tokens
 from tests.api.conftest import client_with_key, url
+from tests.factories import distinct_sentence
 
 pytestmark = pytest.mark.django_db
 SYSTEM = Actor.system("tests")
@@ -43,7 +44,8 @@ def test_section_lists_tag_matches_first_one_line_each(project, make_memory):
 
 def test_the_budget_is_never_exceeded_and_drops_say_why(project, make_memory):
     for index in range(8):
-        make_memory(project=project, content=f"Memory {index}: " + "words " * 30)
+        long = " ".join(distinct_sentence(100 * index + part) for part in range(5))
+        make_memory(project=project, content=long)
     result = assemble(project, token_budget=120, response_reserve=20, lod="atomic")
     assert count_tokens(result.text, "o200k_base") <= 100
     assert result.items
@@ -52,7 +54,7 @@ def test_the_budget_is_never_exceeded_and_drops_say_why(project, make_memory):
 
 def test_limit_defaults_to_the_policy(project, make_memory):
     for index in range(12):
-        make_memory(project=project, content=f"short {index}")
+        make_memory(project=project, content=distinct_sentence(index))
     assert len(assemble(project).items) == 10
     assert len(assemble(project, limit=3).items) == 3
 
@@ -230,8 +232,9 @@ def test_assembly_runs_a_fixed_number_of_queries(
         # run lookup; for each of run, project (with its left-out matches) and global: savepoint,
         # then in one pipeline set the timeout, SELECT, reset it; release; recording the run:
         # savepoint, lock,
-        # INSERT given, UPDATE prompt hash, release; access UPDATE
-        with django_assert_num_queries(22):
+        # INSERT given, UPDATE prompt hash, release; access UPDATE; the open pairs among the
+        # candidates
+        with django_assert_num_queries(23):
             assemble(project, write_scope=("src/a.py",), run_id=run.pk, limit=5)
         Run.objects.filter(pk=run.pk).update(prompt_hash="")
         run.given.all().delete()

@@ -18,9 +18,10 @@ def compare(a: str, b: str) -> Verdict:
     vectors = model.embed([a, b])
     return compare_words(a, b, cosine=float(np.dot(vectors[0], vectors[1])))
 
+
 CONFLICTS = [
     # a different number for the same quantity
-    ("HTTP client calls time out after 10 seconds.", "HTTP client calls time out after 30 seconds."),
+    ("HTTP calls time out after 10 seconds.", "HTTP calls time out after 30 seconds."),
     ("The worker pool runs 8 workers.", "The worker pool runs 4 workers."),
     # another version of the same thing, inside longer tokens too
     ("The service runs on Python 3.11 (python:3.11-slim).", "The image is python:3.12-slim now."),
@@ -28,7 +29,7 @@ CONFLICTS = [
     ("Always run migrations in tests.", "Never run migrations in tests."),
     ("Run tests with pytest -n auto.", "Tests run with manage.py test; pytest is not installed."),
     # opposite words
-    ("Feature flags are enabled in staging builds.", "Feature flags are disabled in staging builds."),
+    ("Feature flags are enabled in staging.", "Feature flags are disabled in staging."),
     # a declared change against a memory that still says the old thing
     ("Use pnpm for installs.", "We moved from pnpm to npm for installs."),
     ("Config loading uses viper.", "We replaced viper with koanf for config loading."),

@@ -51,6 +51,7 @@ def test_the_beat_schedule_names_registered_tasks_with_time_limits():
         "policies.clear_run_scratch",
         "policies.update_tiers",
         "policies.flush_memory_uses",
+        "policies.find_conflicts",
     }
     for entry in schedule.values():
         task = app.tasks[entry["task"]]

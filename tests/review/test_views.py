@@ -14,6 +14,7 @@ from policies.consolidation import consolidate_memories
 from policies.expiry import expire_memories
 from policies.runner import record_run
 from policies.staleness import memories_mark_changed
+from tests.factories import distinct_sentence
 from tests.review.conftest import HTMX
 
 pytestmark = pytest.mark.django_db
@@ -195,8 +196,9 @@ def test_queue_page_of_50_rows_runs_a_fixed_number_of_queries(
     run = make_run(project=project)
     _pending(make_memory, project, 60, source_run=run, tags=["a", "b"])
     url = reverse("review:project-queue", args=[project.slug])
-    # session, user, project, count, rows (with run and project), permissions (2)
-    with django_assert_num_queries(7):
+    # session, user, project, count, rows (with run and project), their open pairs,
+    # permissions (2)
+    with django_assert_num_queries(8):
         response = reviewer_client.get(url)
     assert len(response.context["page"].object_list) == 50
     assert response.text.count('data-memory="') == 50
@@ -456,7 +458,7 @@ def test_list_page_runs_a_fixed_number_of_queries(
 ):
     _pending(make_memory, project, 60)
     url = reverse("review:memories", args=[project.slug]) + "?type=pattern&sort=confidence"
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(8):
         response = reviewer_client.get(url)
     assert response.text.count('data-memory="') == 50
 
@@ -556,7 +558,7 @@ def test_preview_names_what_was_dropped_and_why(
 ):
     for number in range(5):
         memory = make_memory(
-            project=project, content=f"Rule {number}: keep the ledger balanced at all times."
+            project=project, content=f"{distinct_sentence(number)} The ledger stays balanced."
         )
         services.memory_approve(memory=memory, actor=reviewer_actor)
     response = reviewer_client.get(

@@ -1,0 +1,93 @@
+"""Pairs of memories that repeat or may contradict each other, and what a reviewer decided."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from memories.models.choices import PairKind, PairStatus, Resolution, in_choices
+from memories.models.memory import Memory
+from memories.models.projects import Project
+
+
+class MemoryPair(models.Model):
+    """Two memories (``first`` the lower id) found to say the same thing (``repeat``) or the
+    same subject with a different claim (``conflict``), with the evidence, while ``open``;
+    then ``resolved`` (one kept, merged or rejected) or ``dismissed`` (a reviewer judged them
+    no conflict). A dismissal holds for the words judged (``first_hash``, ``second_hash``):
+    once either memory says something else, the pair may be found again.
+
+    ``project`` is where the pair is reviewed: the project memory's (a project memory and a
+    global one), NULL for two global memories."""
+
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="memory_pairs"
+    )
+    first = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
+    second = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=PairKind)
+    status = models.CharField(max_length=16, choices=PairStatus, default=PairStatus.OPEN)
+    similarity = models.FloatField(default=0.0)
+    evidence = models.JSONField(default=dict, blank=True)
+    # The words judged: the memories' content hashes when the pair was found or decided.
+    first_hash = models.CharField(max_length=64)
+    second_hash = models.CharField(max_length=64)
+    found_by = models.CharField(max_length=200)
+    resolution = models.CharField(max_length=16, choices=Resolution, blank=True, default="")
+    # The memory the resolution kept, made (a merge) or rejected.
+    outcome_memory = models.ForeignKey(
+        Memory, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+    )
+    resolved_actor = models.CharField(max_length=200, blank=True, default="")
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "memory_pairs"
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["first", "second"], name="memory_pair_unique"),
+            models.CheckConstraint(condition=Q(first__lt=F("second")), name="memory_pair_order"),
+            models.CheckConstraint(condition=in_choices("kind", PairKind), name="pair_kind_valid"),
+            models.CheckConstraint(
+                condition=in_choices("status", PairStatus), name="pair_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(status=PairStatus.OPEN) | Q(resolved_at__isnull=False),
+                name="pair_decided_has_time",
+            ),
+        ]
+        indexes = [
+            # A project's pairs for review, newest first (and by status).
+            models.Index(
+                fields=["project", "status", "-created_at", "-id"], name="pair_project_idx"
+            ),
+            # The open pairs of given memories (assembly, the queue's marks), from either side.
+            models.Index(
+                fields=["first"], condition=Q(status=PairStatus.OPEN), name="pair_open_first_idx"
+            ),
+            models.Index(
+                fields=["second"], condition=Q(status=PairStatus.OPEN), name="pair_open_second_idx"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.first_id} / #{self.second_id} ({self.status})"
+
+    @property
+    def memory_ids(self) -> list[int]:
+        return [self.first_id, self.second_id]
+
+    def other(self, memory_id: int) -> int:
+        return self.second_id if memory_id == self.first_id else self.first_id

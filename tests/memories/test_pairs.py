@@ -1,0 +1,243 @@
+"""Repeats and possible conflicts found as memories are written, and decided by reviewers."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from memories import pairs, services
+from memories.actors import Actor
+from memories.models import EventAction, Memory, MemoryEvent, MemoryPair
+from memories.services import Conflict
+
+pytestmark = pytest.mark.django_db
+
+TEN = "HTTP client calls to the billing API time out after 10 seconds."
+THIRTY = "HTTP client calls to the billing API time out after 30 seconds."
+
+
+@pytest.fixture
+def agent_actor(project):
+    api_key, _ = services.api_key_create(project=project, name="agent")
+    return Actor.for_api_key(api_key)
+
+
+def open_pair(a: Memory, b: Memory) -> MemoryPair:
+    first, second = sorted([a.pk, b.pk])
+    return MemoryPair.objects.get(first_id=first, second_id=second)
+
+
+def test_a_conflict_is_found_when_the_second_memory_is_written(project, make_memory):
+    old = make_memory(project=project, content=TEN, tags=["src/billing/**"])
+    new = make_memory(project=project, content=THIRTY, tags=["src/billing/**"])
+    pair = open_pair(old, new)
+    assert (pair.kind, pair.status, pair.project_id) == ("conflict", "open", project.pk)
+    assert pair.evidence["signals"] == ["number"]
+    assert pair.evidence["differs"][0]["first"] == "10 s"
+    assert pair.evidence["differs"][0]["second"] == "30 s"
+    assert pair.found_by == "system:tests"
+    assert (pair.first_hash, pair.second_hash) == (old.content_hash, new.content_hash)
+
+
+def test_a_repeat_is_found_and_unrelated_memories_are_not_paired(project, make_memory):
+    rule = make_memory(project=project, content="Full test suite required for src/core/.")
+    again = make_memory(
+        project=project, content="Full test suite required for src/core/. (seen in run-004)"
+    )
+    make_memory(project=project, content="Invoice PDFs are rendered by WeasyPrint.")
+    assert open_pair(rule, again).kind == "repeat"
+    assert MemoryPair.objects.count() == 1
+
+
+def test_another_projects_memories_are_never_paired(project, other_project, make_memory):
+    make_memory(project=other_project, content=TEN)
+    make_memory(project=project, content=THIRTY)
+    assert not MemoryPair.objects.exists()
+
+
+def test_a_global_memory_pairs_only_when_the_tags_overlap(
+    project, make_memory, system_actor, reviewer_actor
+):
+    shared = services.memory_create(
+        project=None, type="pattern", content=TEN, source="run", actor=system_actor,
+        tags=["http"],
+    )  # fmt: skip
+    services.memory_approve(memory=shared, actor=reviewer_actor)
+    untagged = make_memory(project=project, content=THIRTY)
+    tagged = make_memory(project=project, content=THIRTY.replace("HTTP", "Http"), tags=["http"])
+    found = MemoryPair.objects.filter(first_id=shared.pk)
+    assert [(p.second_id, p.project_id) for p in found] == [(tagged.pk, project.pk)]
+    assert untagged.pk not in {p.second_id for p in found}
+
+
+def test_a_dismissed_pair_stays_dismissed_until_the_words_change(
+    project, make_memory, reviewer_actor
+):
+    old = make_memory(project=project, content=TEN)
+    new = make_memory(project=project, content=THIRTY)
+    pair = services.pair_resolve(pair_id=open_pair(old, new).pk, action="dismiss",
+                                 actor=reviewer_actor)  # fmt: skip
+    assert (pair.status, pair.resolution) == ("dismissed", "not_conflict")
+    # Compared again with the same words (the beat job, an edit of other fields): stays.
+    pairs.find([old.pk, new.pk], found_by="system:find_conflicts")
+    services.memory_update(memory=new, actor=reviewer_actor, tags=["src/http/**"])
+    assert open_pair(old, new).status == "dismissed"
+    # New words: judged again, and open again.
+    services.memory_update(memory=new, actor=reviewer_actor, content=THIRTY.replace("30", "45"))
+    pair = open_pair(old, new)
+    assert (pair.status, pair.resolution) == ("open", "")
+    assert pair.evidence["differs"][0]["second"] == "45 s"
+
+
+def test_an_open_pair_closes_when_new_words_settle_it(project, make_memory, reviewer_actor):
+    old = make_memory(project=project, content=TEN)
+    new = make_memory(project=project, content=THIRTY)
+    services.memory_update(memory=new, actor=reviewer_actor, content="Use Redis for the cache.")
+    pair = open_pair(old, new)
+    assert (pair.status, pair.resolution) == ("resolved", "changed")
+
+
+def test_finding_candidates_is_a_bounded_number_of_statements(project, make_memory):
+    for index in range(30):
+        make_memory(project=project, content=f"{TEN} Note {index}.")
+    memory = make_memory(project=project, content=THIRTY)
+    with CaptureQueriesContext(connection) as queries:
+        pairs.find([memory.pk], found_by="test")
+    # the memory; its candidates (one statement); their open pairs; the candidates' rows;
+    # the policy; the pairs already known; then at most one INSERT and one UPDATE
+    assert len(queries) <= 8, [q["sql"][:80] for q in queries]
+    assert MemoryPair.objects.filter(second_id=memory.pk).count() <= pairs.MAX_PAIRS
+
+
+# --- supersede -----------------------------------------------------------------------------------
+
+
+def test_a_reviewer_supersedes_at_once_and_restore_brings_it_back(
+    project, make_memory, reviewer_actor
+):
+    old = make_memory(project=project, content=TEN)
+    new = make_memory(project=project, content=THIRTY)
+    result = services.memory_supersede(memory=old, by=new, actor=reviewer_actor, reason="newer")
+    assert (result.done, result.waiting) == ([old.pk], [])
+    old.refresh_from_db()
+    assert (old.active, old.tier, old.superseded_by_id) == (False, "frozen", new.pk)
+    assert old.superseded_at is not None
+    assert old.archived_at is not None
+    assert old.superseded_actor == reviewer_actor.label
+    event = MemoryEvent.objects.filter(memory_id=old.pk).order_by("-id").first()
+    assert event.action == EventAction.SUPERSEDED
+    assert event.changes["superseded_by"] == [None, new.pk]
+    assert "newer" in event.reason
+    # The pair between them follows the decision.
+    pair = open_pair(old, new)
+    assert (pair.status, pair.resolution, pair.outcome_memory_id) == ("resolved", "kept", new.pk)
+    services.memories_restore(memory_ids=[old.pk], actor=reviewer_actor)
+    old.refresh_from_db()
+    assert (old.active, old.superseded_by_id, old.archived_at) == (True, None, None)
+    assert old.content == TEN  # nothing was lost
+
+
+def test_a_chain_of_supersedes_resolves_to_the_live_memory(project, make_memory, reviewer_actor):
+    a, b, c = (make_memory(project=project) for _ in range(3))
+    services.memory_supersede(memory=a, by=b, actor=reviewer_actor)
+    b.refresh_from_db()
+    services.memory_supersede(memory=b, by=c, actor=reviewer_actor)
+    assert services.live_successors([a.pk, b.pk, c.pk]) == {a.pk: c.pk, b.pk: c.pk}
+    # Restoring the middle one makes it the live end of the first one's chain.
+    services.memories_restore(memory_ids=[b.pk], actor=reviewer_actor)
+    assert services.live_successors([a.pk]) == {a.pk: b.pk}
+
+
+def test_a_supersede_that_would_make_a_cycle_or_repeat_itself_is_refused(
+    project, make_memory, reviewer_actor
+):
+    a, b = make_memory(project=project), make_memory(project=project)
+    with pytest.raises(ValidationError):
+        services.memory_supersede(memory=a, by=a, actor=reviewer_actor)
+    services.memory_supersede(memory=a, by=b, actor=reviewer_actor)
+    b.refresh_from_db()
+    a.refresh_from_db()
+    with pytest.raises(ValidationError, match="itself superseded"):
+        services.memory_supersede(memory=b, by=a, actor=reviewer_actor)
+    with pytest.raises(Conflict, match="already superseded"):
+        services.memory_supersede(memory=a, by=b, actor=reviewer_actor)
+
+
+def test_an_agents_supersede_of_an_approved_memory_waits_for_a_reviewer(
+    project, make_memory, reviewer_actor, agent_actor
+):
+    old = make_memory(project=project, content=TEN)
+    services.memory_approve(memory=old, actor=reviewer_actor)
+    new = make_memory(project=project, content=THIRTY, actor=agent_actor)
+    result = services.memory_supersede(memory=old, by=new, actor=agent_actor, reason="measured")
+    assert result.done == []
+    [pair] = result.waiting
+    assert (pair.kind, pair.status) == ("conflict", "open")
+    assert pair.evidence["supersede"] == {
+        "by": new.pk, "replaces": old.pk, "proposedBy": agent_actor.label, "reason": "measured",
+    }  # fmt: skip
+    old.refresh_from_db()
+    assert (old.active, old.superseded_by_id) == (True, None)
+    # Nor may the agent decide it through the pair.
+    with pytest.raises(PermissionDenied):
+        services.pair_resolve(pair_id=pair.pk, action="keep", memory_id=new.pk, actor=agent_actor)
+    # A reviewer's "keep this one" carries it out.
+    services.pair_resolve(pair_id=pair.pk, action="keep", memory_id=new.pk, actor=reviewer_actor)
+    old.refresh_from_db()
+    assert (old.active, old.superseded_by_id) == (False, new.pk)
+
+
+def test_an_agents_supersede_of_a_pending_memory_takes_effect(project, make_memory, agent_actor):
+    old = make_memory(project=project, content=TEN, actor=agent_actor)
+    new = make_memory(project=project, content=THIRTY, actor=agent_actor)
+    assert services.memory_supersede(memory=old, by=new, actor=agent_actor).done == [old.pk]
+
+
+def test_merge_makes_one_memory_and_supersedes_both(project, make_memory, reviewer_actor):
+    old = make_memory(project=project, content=TEN, tags=["a"])
+    new = make_memory(project=project, content=THIRTY, tags=["b"])
+    pair = services.pair_resolve(
+        pair_id=open_pair(old, new).pk,
+        action="merge",
+        content="Billing API calls time out after 30 seconds (was 10 until May).",
+        actor=reviewer_actor,
+    )
+    merged = Memory.objects.get(pk=pair.outcome_memory_id)
+    assert (pair.resolution, merged.review_status, sorted(merged.tags)) == (
+        "merged", "approved", ["a", "b"],
+    )  # fmt: skip
+    for side in (old, new):
+        side.refresh_from_db()
+        assert (side.active, side.superseded_by_id) == (False, merged.pk)
+
+
+def test_reject_through_a_pair_is_a_reviewers_act(
+    project, make_memory, reviewer_actor, agent_actor
+):
+    old = make_memory(project=project, content=TEN)
+    new = make_memory(project=project, content=THIRTY)
+    pair = open_pair(old, new)
+    with pytest.raises(PermissionDenied):
+        services.pair_resolve(pair_id=pair.pk, action="reject", memory_id=new.pk,
+                              actor=agent_actor)  # fmt: skip
+    services.pair_resolve(pair_id=pair.pk, action="reject", memory_id=new.pk,
+                          actor=reviewer_actor)  # fmt: skip
+    new.refresh_from_db()
+    assert (new.review_status, new.active) == ("rejected", False)
+    with pytest.raises(Conflict, match="already decided"):
+        services.pair_resolve(pair_id=pair.pk, action="dismiss", actor=reviewer_actor)
+
+
+def test_bulk_decisions_report_what_could_not_be_done(project, make_memory, reviewer_actor):
+    old = make_memory(project=project, content=TEN)
+    new = make_memory(project=project, content=THIRTY)
+    pair = open_pair(old, new)
+    done, failed = services.pairs_resolve(
+        pair_ids=[pair.pk, 999999], action="keep-newer", actor=reviewer_actor
+    )
+    assert done == [pair.pk]
+    assert failed[0][0] == 999999
+    old.refresh_from_db()
+    assert old.superseded_by_id == new.pk
