@@ -140,7 +140,7 @@ UNITS = {
 GENERIC = _words(
     "default defaults value values set sets number count total about around up least "
     "most than and or to of by at in on is are be was were the a an with for from every "
-    "each per only now then see use uses"
+    "each per only now then see use uses after before within under over until since"
 )
 # Words of a negative sense: a claim made with them denies like "not" does (a warning that
 # X breaks something says "don't X" as much as "never X" does).

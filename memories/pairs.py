@@ -1,8 +1,9 @@
 """Finding repeats and possible conflicts among stored memories.
 
 When a memory is written (``find``, from memories.history in the writing transaction) and,
-for the store as it is, in a beat job (``find_for_batch``), each memory is compared with
-a bounded set of candidates found through indexes, never a scan:
+for the store as it is, in a beat job (policies.conflicts, which calls ``find`` a batch at
+a time), each memory is compared with a bounded set of candidates found through indexes,
+never a scan:
 
 * the active memories of its project, and global ones whose tags overlap its own, that
   hold one of its rarest words or one of its tag keys (the match-key GIN index that
@@ -10,8 +11,9 @@ a bounded set of candidates found through indexes, never a scan:
 * with pgvector, also its NEAREST neighbours by meaning (the HNSW index);
 * the memories it already has an open pair with (to see whether new words settled it).
 
-Each candidate is compared by memories.contradictions (with the cosine of the two
-embeddings), and the closest MAX_PAIRS flagged ones become open pairs (MemoryPair). A pair
+The COMPARED closest of them in meaning (the cosine of the embeddings) are read side by
+side (memories.contradictions), and the closest MAX_PAIRS flagged ones become open pairs
+(MemoryPair). A pair
 a reviewer dismissed stays dismissed while both say what they said then; an open pair whose
 words changed so that it is no longer flagged is closed (resolution ``changed``).
 """
@@ -46,6 +48,8 @@ MEMORIES = Memory._meta.db_table
 EMBEDDINGS = MemoryEmbedding._meta.db_table
 CANDIDATES = 60
 NEAREST = 10
+# Of those, the closest in meaning are read word by word.
+COMPARED = 20
 PROBE_WORDS = 6
 MAX_PAIRS = 5
 
@@ -173,6 +177,20 @@ def _cosine(a: Row, b: Row) -> float | None:
     return float(np.dot(a.vector, b.vector))
 
 
+def _closest(
+    row: Row, candidate_ids: Sequence[int], others: dict[int, Row]
+) -> list[tuple[Row, float | None]]:
+    """The candidates worth reading word by word: comparable ones, the COMPARED closest in
+    meaning (all of them, in lookup order, without embeddings)."""
+    found: list[tuple[Row, float | None]] = []
+    for other_id in dict.fromkeys(candidate_ids):
+        other = others.get(other_id)
+        if other is not None and other.id != row.id and _comparable(row, other):
+            found.append((other, _cosine(row, other)))
+    found.sort(key=lambda item: -(item[1] if item[1] is not None else -1.0))
+    return found[:COMPARED]
+
+
 def find(memory_ids: Sequence[int], *, found_by: str) -> dict[int | None, int]:
     """Compare each of ``memory_ids`` (active ones) with its candidates and keep the pairs
     found (see the module); how many pairs were opened or closed, per project."""
@@ -200,21 +218,19 @@ def find(memory_ids: Sequence[int], *, found_by: str) -> dict[int | None, int]:
     for row in rows:
         limits = thresholds[row.project_id]
         flagged = []
-        for other_id in dict.fromkeys(candidates[row.id]):
-            other = others.get(other_id)
-            if other is None or other.id == row.id or not _comparable(row, other):
-                continue
-            cosine = _cosine(row, other)
-            if cosine is not None and cosine < limits["pair_similarity"] - 0.15:
-                continue  # far apart in meaning: not worth reading word by word
+        for other, cosine in _closest(row, candidates[row.id], others):
             first, second = (row, other) if row.id < other.id else (other, row)
-            verdict = contradictions.compare(
-                first.content,
-                second.content,
-                cosine=cosine,
-                similarity=limits["pair_similarity"],
-                repeat_overlap=limits["repeat_overlap"],
-            )
+            try:
+                verdict = contradictions.compare(
+                    first.content,
+                    second.content,
+                    cosine=cosine,
+                    similarity=limits["pair_similarity"],
+                    repeat_overlap=limits["repeat_overlap"],
+                )
+            except Exception:  # a reading that fails never fails the write
+                logger.exception("comparing memories %s and %s failed", first.id, second.id)
+                continue
             if verdict.kind is not None:
                 flagged.append((verdict.similarity, other, verdict))
         flagged.sort(key=lambda item: (-item[0], item[1].id))
@@ -291,6 +307,10 @@ def _keep(
             }
             count(pair)
             PAIRS.labels(verdict.kind, "found").inc()
+        if pair.status == PairStatus.OPEN and "supersede" in pair.evidence:
+            # An agent's proposal waiting for a reviewer stays on the pair.
+            values["kind"] = pair.kind
+            values["evidence"] = {**verdict.evidence, "supersede": pair.evidence["supersede"]}
         for name, value in values.items():
             setattr(pair, name, value)
         pair.updated_at = now

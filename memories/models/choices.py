@@ -113,11 +113,11 @@ class PairStatus(models.TextChoices):
 
 
 class Resolution(models.TextChoices):
-    KEPT = "kept"  # one kept, the other superseded by it
-    MERGED = "merged"  # both superseded by a new memory that says it once
-    NOT_CONFLICT = "not_conflict"  # both kept
-    REJECTED = "rejected"  # one rejected by a reviewer
-    CHANGED = "changed"  # the words changed: no longer alike
+    KEPT = "kept", "kept one, the other superseded by it"
+    MERGED = "merged", "merged into one new memory"
+    NOT_CONFLICT = "not_conflict", "not a conflict: both kept"
+    REJECTED = "rejected", "one rejected"
+    CHANGED = "changed", "the words changed: no longer alike"
 
 
 def sql_literal(value: models.TextChoices | str) -> str:

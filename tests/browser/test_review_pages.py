@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memories import services
-from memories.models import Memory, ReviewStatus
+from memories.models import Memory, MemoryPair, ReviewStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -147,3 +147,42 @@ def test_every_page_renders(page, project, waiting, make_run, screenshot):
         assert response.status == 200, url
         assert page.locator("h1").count() >= 1
         screenshot(name)
+
+
+def test_a_possible_conflict_side_by_side_decided_from_the_keyboard(
+    page, project, make_memory, screenshot
+):
+    older = make_memory(
+        project=project, content="Calls to the payments API time out after 10 seconds.",
+        tags=["src/payments/**"],
+    )  # fmt: skip
+    newer = make_memory(
+        project=project, content="Calls to the payments API time out after 30 seconds.",
+        tags=["src/payments/**"],
+    )  # fmt: skip
+    pair = MemoryPair.objects.get()
+    page.goto(f"/review/projects/{project.slug}/queue/")
+    flag = page.locator(f"#memory-{newer.pk} .flag a")
+    assert flag.inner_text() == f"may conflict with #{older.pk}"
+    flag.click()
+    page.wait_for_url(f"**/review/conflicts/{pair.pk}/")
+    assert page.locator(".side").count() == 2
+    assert "10 s" in page.locator(".evidence-box").inner_text()
+    screenshot("conflict-pair")
+    page.set_viewport_size({"width": 390, "height": 844})
+    screenshot("conflict-pair-390")
+    # At phone width the sides stack: nothing scrolls sideways.
+    wide = page.evaluate(
+        "[...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect().right"
+        " > window.innerWidth + 1).map(e => e.tagName + '.' + e.className).slice(0, 5)"
+    )
+    assert wide == []
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.keyboard.press("2")  # keep the right one
+    page.wait_for_selector(".message.success")
+    assert f"Kept memory {newer.pk}" in page.locator(".messages").inner_text()
+    stored = Memory.objects.get(pk=older.pk)
+    assert (stored.active, stored.superseded_by_id) == (False, newer.pk)
+    page.goto(f"/review/projects/{project.slug}/conflicts/?status=resolved")
+    assert page.locator(f"#pair-{pair.pk}").count() == 1
+    screenshot("conflicts-resolved")

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django.utils import timezone
 
-from memories.models import EventAction, Memory, MemoryEvent, ReviewStatus
+from memories.models import EventAction, Memory, MemoryEvent, MemoryPair, ReviewStatus
 
 pytestmark = pytest.mark.django_db
 
@@ -255,3 +255,21 @@ def test_run_scratch_is_promoted_from_the_admin(admin_client, project, make_memo
     response = run_action(admin_client, "promote_run_scratch", [scratch])
     assert "Promote run scratch: 1 changed" in response.content.decode()
     assert fresh([scratch])[0].scope == "project"
+
+
+def test_pairs_are_listed_and_decided_in_bulk(admin_client, project, make_memory):
+    old = make_memory(project=project, content="Payments API calls time out after 10 seconds.")
+    new = make_memory(project=project, content="Payments API calls time out after 30 seconds.")
+    pair = MemoryPair.objects.get()
+    page = admin_client.get("/admin/memories/memorypair/")
+    assert page.status_code == 200
+    assert "conflict" in page.text
+    response = admin_client.post(
+        "/admin/memories/memorypair/",
+        {"action": "keep_newer", ACTION_CHECKBOX_NAME: [pair.pk]},
+        follow=True,
+    )
+    assert "1 decided" in response.text
+    old.refresh_from_db()
+    assert (old.active, old.superseded_by_id) == (False, new.pk)
+    assert admin_client.get(f"/admin/memories/memorypair/{pair.pk}/change/").status_code == 200

@@ -7,7 +7,7 @@ from django.contrib.auth import authenticate
 from django.core.management import call_command
 from django.test import RequestFactory
 
-from memories.models import Memory, MemoryType, ReviewStatus, Run, Source, Tier
+from memories.models import Memory, MemoryPair, MemoryType, ReviewStatus, Run, Source, Tier
 
 pytestmark = pytest.mark.django_db
 
@@ -35,6 +35,10 @@ def test_seed_demo_covers_every_kind_of_memory(settings):
     assert memories.filter(confidence__lt=0.5).exists()
     assert Memory.objects.filter(scope="global", active=True).exists()
     assert Memory.objects.filter(scope="global", review_status="pending").exists()
+    # Reviewers find a repeat and a possible conflict, one of them an agent's proposal.
+    pairs = MemoryPair.objects.filter(project__slug="demo", status="open")
+    assert {"repeat", "conflict"} <= set(pairs.values_list("kind", flat=True))
+    assert any("supersede" in pair.evidence for pair in pairs)
     last_line = output.strip().splitlines()[-1]
     assert last_line == (
         f"Reviewer login: username {settings.DEMO_USERNAME} password {settings.DEMO_PASSWORD}"
@@ -56,4 +60,4 @@ def test_seed_demo_is_safe_to_run_again_and_can_reset():
     assert "already present" in seed()
     assert Memory.objects.count() == count
     seed("--reset")
-    assert Memory.objects.filter(project__slug="demo").count() == 60
+    assert Memory.objects.filter(project__slug="demo").count() == 62

@@ -26,6 +26,7 @@ from memories.models import (
 )
 from memories.services import uses
 from policies.compression import compress_memories
+from policies.conflicts import find_conflicts
 from policies.consolidation import consolidate_memories
 from policies.decay import decay_memories
 from policies.eviction import evict_memories
@@ -139,6 +140,7 @@ DEMO_JOBS: list[Callable[..., JobResult]] = [
     compress_memories,
     evict_memories,
     consolidate_memories,
+    find_conflicts,
 ]
 
 
@@ -282,6 +284,30 @@ class Command(BaseCommand):
         # A merge of code in src/core/ asks for the rules about it to be looked at again.
         memories_mark_changed(
             project=project, paths=["src/core/invoices.py"], ref="merge 4f2c1ab", actor=system
+        )
+        # A reviewed rule and a run's learning that contradicts it; the agent's proposal to
+        # replace the rule waits for a reviewer (the pair is on the conflicts page).
+        rule = services.memory_create(
+            project=project,
+            type="pattern",
+            content="Retry calls to the payment provider at most 3 times, with exponential"
+            " backoff.",
+            tags=["src/payments/**"],
+            source=Source.HUMAN,
+            actor=human,
+        )
+        learned = services.memory_create(
+            project=project,
+            type="learning",
+            content="Retry calls to the payment provider up to 5 times, with exponential"
+            " backoff: 3 was not enough during the provider's outage.",
+            tags=["src/payments/**"],
+            source=Source.RUN,
+            source_run=runs[2],
+            actor=system,
+        )
+        services.memory_supersede(
+            memory=rule, by=learned, actor=system, reason="run-003 needed 5 retries"
         )
         # Each maintenance job run once, as the beat would, so the dashboard shows their
         # last runs (decay lowers the long-unused memories; consolidation merges a twin).
