@@ -19,7 +19,6 @@ through the ORM cost more time than running it.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -34,6 +33,11 @@ from memories.matching import scope_lookup, scope_params, tag_match
 from memories.models import Memory, MemoryEmbedding, Scope
 from memories.models.choices import sql_literal
 from memories.statements import server_cursor
+from memories.statistics import (
+    common_word_keys,
+    common_word_rows,
+    statistics,
+)
 from memories.tags import probe_keys
 
 MEMORIES = Memory._meta.db_table
@@ -45,11 +49,6 @@ TEXT_POOL = 200
 # With pgvector, the memories nearest the task in meaning (through the HNSW index) join the
 # pool too: up to this many per source (pgvector's default hnsw.ef_search).
 NEAR_POOL = 40
-# A word of the intent that the table's statistics (ANALYZE's most common elements of
-# match_keys) put in more rows than this says little about relevance, and looking it up
-# would read a posting list that long: it still counts in the text rank of the pool but
-# brings no candidates. Words missing from the statistics are rarer than any listed.
-COMMON_WORD_ROWS = 2000
 
 
 @dataclass(frozen=True)
@@ -115,21 +114,6 @@ _WORDS = """
     SELECT coalesce(array_agg(word), '{{}}') AS words
     FROM unnest(tsvector_to_array(to_tsvector('pg_catalog.english', %(intent)s::text))) AS word
     WHERE %(owner_{i})s || ':w:' || word <> ALL(%(common_{i})s::text[])"""
-# The word keys in more than COMMON_WORD_ROWS rows by ANALYZE's most common elements of
-# match_keys; they change only when the table is analysed, so each process reads them at
-# most every COMMON_WORDS_SECONDS (a statement per request would cost more than it saves).
-_COMMON_WORDS = f"""
-    SELECT element, frequency * (
-            SELECT reltuples FROM pg_class WHERE oid = '{MEMORIES}'::regclass
-        ) AS rows
-    FROM pg_stats AS stats,
-        unnest(stats.most_common_elems::text::text[], stats.most_common_elem_freqs)
-            AS common(element, frequency)
-    WHERE stats.schemaname = current_schema() AND stats.tablename = '{MEMORIES}'
-        AND stats.attname = 'match_keys' AND element LIKE '%%:w:%%'
-        AND frequency * (
-            SELECT reltuples FROM pg_class WHERE oid = '{MEMORIES}'::regclass
-        ) > %s"""
 # Each owner's number of active memories and their mean number of distinct words (BM25's N
 # and average length), read at most every COMMON_WORDS_SECONDS per process as well, from at
 # most OWNER_SAMPLE rows: an owner with more has its count estimated by the planner (from the
@@ -140,37 +124,12 @@ _OWNER_STATS = f"""
         SELECT m.search_vector FROM {MEMORIES} m WHERE m.active AND {{owner}}
         LIMIT {{sample}}) AS s"""
 _OWNER_ESTIMATE = f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {MEMORIES} m WHERE m.active AND {{owner}}"
-COMMON_WORDS_SECONDS = 300.0
-_common_words: dict[str, Any] = {"read_at": None, "by_owner": {}, "stats": {}}
-
-
-def _statistics() -> dict[str, Any]:
-    read_at = _common_words["read_at"]
-    if read_at is None or time.monotonic() - read_at > COMMON_WORDS_SECONDS:
-        by_owner: dict[str, dict[str, float]] = {}
-        with connection.cursor() as cursor:
-            cursor.execute(_COMMON_WORDS, [COMMON_WORD_ROWS])
-            for key, rows in cursor.fetchall():
-                by_owner.setdefault(key.split(":", 1)[0], {})[key] = float(rows)
-        _common_words.update(read_at=time.monotonic(), by_owner=by_owner, stats={})
-    return _common_words
-
-
-def common_word_keys(owner: str) -> list[str]:
-    """The word keys of ``owner`` that bring no candidates (see COMMON_WORD_ROWS)."""
-    return sorted(_statistics()["by_owner"].get(owner, {}))
-
-
-def common_word_rows(owner: str) -> dict[str, float]:
-    """The common word keys of ``owner`` and the number of memories holding each (estimated
-    by ANALYZE): their document frequency, which no request counts."""
-    return _statistics()["by_owner"].get(owner, {})
 
 
 def owner_stats(owner: str) -> tuple[int, float]:
     """``owner``'s number of active memories and mean number of distinct words (both from at
     most OWNER_SAMPLE rows; beyond, the number is the planner's estimate)."""
-    stats = _statistics()["stats"]
+    stats = statistics()["stats"]
     if owner not in stats:
         condition = "m.project_id IS NULL" if owner == "g" else "m.project_id = %s"
         values = [] if owner == "g" else [int(owner)]
@@ -184,11 +143,6 @@ def owner_stats(owner: str) -> tuple[int, float]:
                 count = max(count, int(plan[0]["Plan"]["Plan Rows"]))
         stats[owner] = (int(count), max(float(mean_length), 1.0))
     return stats[owner]
-
-
-def forget_common_words() -> None:
-    """Read the statistics again at the next request (after ANALYZE, in tests)."""
-    _common_words["read_at"] = None
 
 
 # Any word of the intent counts (an OR of its stemmed lexemes), built once per statement.

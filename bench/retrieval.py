@@ -188,11 +188,11 @@ def service(
     from django.core.exceptions import ValidationError
     from django.db import connection
 
-    from assembly.candidates import forget_common_words
     from assembly.services import ContextRequest, context_assemble
     from memories import services
     from memories.actors import Actor
     from memories.models import Memory, Project
+    from memories.statistics import forget_common_words
 
     settings.ASSEMBLY_CACHE_SECONDS = 0
     actor = Actor.system("retrieval-benchmark")

@@ -324,7 +324,7 @@ def _unit(tokens: Sequence[str], index: int, suffix: str) -> str:
     return ""
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def read(text: str) -> Words:
     spelled = _spelled_out(text)
     raw = _WORD.findall(spelled)

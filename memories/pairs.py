@@ -6,7 +6,7 @@ a time), each memory is compared with a bounded set of candidates found through 
 never a scan:
 
 * the active memories of its project, and global ones whose tags overlap its own, that
-  hold one of its rarest words or one of its tag keys (the match-key GIN index that
+  hold one of its longest words that are not common (the match-key GIN index that
   assembly keeps anyway), at most CANDIDATES;
 * with pgvector, also its NEAREST neighbours by meaning (the HNSW index);
 * the memories it already has an open pair with (to see whether new words settled it).
@@ -20,9 +20,8 @@ words changed so that it is no longer flagged is closed (resolution ``changed``)
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +31,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memories import contradictions, embeddings
-from memories.metrics import PAIRS
+from memories.metrics import PAIRS as PAIRS_SEEN
 from memories.models import (
     Memory,
     MemoryEmbedding,
@@ -41,17 +40,21 @@ from memories.models import (
     PairStatus,
     Resolution,
 )
+from memories.models.choices import sql_literal
+from memories.statistics import all_common_word_keys
 
 logger = logging.getLogger(__name__)
 
 MEMORIES = Memory._meta.db_table
 EMBEDDINGS = MemoryEmbedding._meta.db_table
-CANDIDATES = 60
+PAIRS_TABLE = MemoryPair._meta.db_table
+POLICIES = MemoryPolicy._meta.db_table
+CANDIDATES = 40
 NEAREST = 10
 # Of those, the closest in meaning are read word by word.
-COMPARED = 20
+COMPARED = 10
 PROBE_WORDS = 6
-MAX_PAIRS = 5
+MAX_PAIRS = 3
 
 _DEFAULTS = {
     "pair_similarity": MemoryPolicy._meta.get_field("pair_similarity").default,
@@ -66,55 +69,52 @@ class Row:
     content: str
     content_hash: str
     tags: list[str]
-    match_keys: list[str]
     vector: np.ndarray | None
 
 
-_ROWS = f"""
-    SELECT m.id, m.project_id, m.content, m.content_hash, m.tags, m.match_keys,
-        array_send(e.vector) AS embedding
-    FROM {MEMORIES} m LEFT JOIN {EMBEDDINGS} e ON e.memory_id = m.id
-        AND e.model = %(model)s AND e.content_hash = m.content_hash
-    WHERE m.id = ANY(%(ids)s::bigint[]) AND m.active"""
-# Candidates of each memory through the match-key index (its owners' keys only), at most
-# CANDIDATES each, in one statement for a whole batch.
-_BY_KEYS = f"""
-    SELECT a.id, d.id
-    FROM jsonb_to_recordset(%(anchors)s::jsonb) AS a(id bigint, probe text[]),
-    LATERAL (
+_OPEN = sql_literal(PairStatus.OPEN)
+# In one statement: the memories to compare (active ones of ``ids``), with their policy's
+# thresholds; and their candidates: up to CANDIDATES memories holding one of their six
+# longest words that are not common (memories.statistics: a common word's posting list is
+# long), under their owner and, for a project memory, the global owner (the match-key GIN
+# index); and the memories they have an open pair with. Each row
+# is (anchor, memory, ...): a memory to compare is its own anchor.
+_FIND = f"""
+WITH me AS (
+    SELECT m.id, m.project_id, m.match_keys, coalesce(m.project_id::text, 'g') AS owner
+    FROM {MEMORIES} m WHERE m.id = ANY(%(ids)s::bigint[]) AND m.active
+), probes AS (
+    SELECT me.id, ARRAY(
+        SELECT o.owner || substr(w.key, length(me.owner) + 1)
+        FROM (
+            SELECT key FROM unnest(me.match_keys) AS key
+            WHERE key LIKE me.owner || ':w:%%' AND key <> ALL(%(common)s::text[])
+            ORDER BY length(key) DESC, key LIMIT {PROBE_WORDS}
+        ) AS w,
+        unnest(CASE WHEN me.project_id IS NULL THEN ARRAY['g'] ELSE ARRAY[me.owner, 'g'] END)
+            AS o(owner)
+        WHERE o.owner || substr(w.key, length(me.owner) + 1) <> ALL(%(common)s::text[])
+    ) AS probe FROM me
+), found AS (
+    SELECT p.id AS anchor, d.id FROM probes p, LATERAL (
         SELECT m.id FROM {MEMORIES} m
-        WHERE m.match_keys && a.probe AND m.active AND m.id <> a.id
+        WHERE m.match_keys && p.probe AND m.active AND m.id <> p.id
         LIMIT {CANDIDATES}
-    ) AS d"""
-
-
-def _rows(ids: Sequence[int], model: str) -> list[Row]:
-    if not ids:
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute(_ROWS, {"ids": list(ids), "model": model})
-        found = cursor.fetchall()
-    rows = []
-    for memory_id, project_id, content, content_hash, tags, keys, raw in found:
-        vector = embeddings.from_array_send(raw) if raw is not None else None
-        rows.append(Row(memory_id, project_id, content, content_hash, tags, keys, vector))
-    return rows
-
-
-def _probe(row: Row) -> list[str]:
-    """The keys to look candidates up by: the memory's longest (so rarest) words and its tag
-    keys, under its own owner and, for a project memory, the global owner's."""
-    owner = "g" if row.project_id is None else str(row.project_id)
-    words, tags = [], []
-    for key in row.match_keys:
-        rest = key[len(owner) + 1 :]
-        if rest.startswith("w:"):
-            words.append(rest)
-        else:
-            tags.append(rest)
-    words = sorted(words, key=lambda w: (-len(w), w))[:PROBE_WORDS]
-    owners = [owner] if owner == "g" else [owner, "g"]
-    return [f"{o}:{key}" for o in owners for key in (*words, *tags)]
+    ) AS d
+    UNION
+    SELECT me.id, CASE WHEN pr.first_id = me.id THEN pr.second_id ELSE pr.first_id END
+    FROM me JOIN {PAIRS_TABLE} pr ON (pr.first_id = me.id OR pr.second_id = me.id)
+        AND pr.status = {_OPEN}
+    UNION
+    SELECT me.id, me.id FROM me
+)
+SELECT f.anchor, m.id, m.project_id, m.content, m.content_hash, m.tags,
+    array_send(e.vector), pol.pair_similarity, pol.repeat_overlap
+FROM found f JOIN {MEMORIES} m ON m.id = f.id AND m.active
+LEFT JOIN {EMBEDDINGS} e ON e.memory_id = m.id AND e.model = %(model)s
+    AND e.content_hash = m.content_hash
+LEFT JOIN {POLICIES} pol ON f.anchor = f.id AND pol.project_id = m.project_id
+"""
 
 
 def _nearest(row: Row) -> list[int]:
@@ -139,26 +139,74 @@ def _nearest(row: Row) -> list[int]:
         return [found for (found,) in cursor.fetchall()]
 
 
-def _candidates(rows: Sequence[Row]) -> dict[int, list[int]]:
-    anchors = [{"id": row.id, "probe": _probe(row)} for row in rows]
-    found: dict[int, list[int]] = {row.id: [] for row in rows}
+@dataclass
+class Found:
+    """The memories to compare, each one's thresholds and candidates, and every row read."""
+
+    rows: list[Row]
+    limits: dict[int, dict[str, float]]
+    candidates: dict[int, list[int]]
+    read: dict[int, Row]
+
+
+def _found(ids: Sequence[int], model: str) -> Found:
+    found = Found([], {}, {}, {})
     with connection.cursor() as cursor:
-        cursor.execute(_BY_KEYS, {"anchors": json.dumps(anchors)})
-        for anchor, other in cursor.fetchall():
-            found[anchor].append(other)
-    for row in rows:
-        found[row.id] += _nearest(row)
+        cursor.execute(
+            _FIND,
+            {"ids": list(ids), "model": model, "common": all_common_word_keys()},
+        )
+        rows = cursor.fetchall()
+    for (
+        anchor,
+        memory_id,
+        project_id,
+        content,
+        content_hash,
+        tags,
+        raw,
+        similarity,
+        overlap,
+    ) in rows:
+        if memory_id not in found.read:
+            vector = embeddings.from_array_send(raw) if raw is not None else None
+            found.read[memory_id] = Row(memory_id, project_id, content, content_hash, tags, vector)
+        if anchor == memory_id:
+            found.rows.append(found.read[memory_id])
+            found.limits[memory_id] = {
+                "pair_similarity": _DEFAULTS["pair_similarity"]
+                if similarity is None
+                else similarity,
+                "repeat_overlap": _DEFAULTS["repeat_overlap"] if overlap is None else overlap,
+            }
+        else:
+            found.candidates.setdefault(anchor, []).append(memory_id)
+    found.rows.sort(key=lambda row: row.id)
+    nearest = {row.id: _nearest(row) for row in found.rows}
+    missing = sorted({i for ids in nearest.values() for i in ids} - set(found.read))
+    for row in _rows(missing, model):
+        found.read[row.id] = row
+    for memory_id, ids in nearest.items():
+        found.candidates.setdefault(memory_id, []).extend(ids)
     return found
 
 
-def _thresholds(project_ids: Iterable[int | None]) -> dict[int | None, dict[str, float]]:
-    wanted = {pid for pid in project_ids if pid is not None}
-    found: dict[int | None, dict[str, float]] = {None: dict(_DEFAULTS)}
-    for project_id, similarity, overlap in MemoryPolicy.objects.filter(
-        project_id__in=wanted
-    ).values_list("project_id", "pair_similarity", "repeat_overlap"):
-        found[project_id] = {"pair_similarity": similarity, "repeat_overlap": overlap}
-    return {pid: found.get(pid, found[None]) for pid in {*wanted, None}}
+def _rows(ids: Sequence[int], model: str) -> list[Row]:
+    """Rows of active memories of ``ids`` (the nearest by meaning, found apart)."""
+    if not ids:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.id, m.project_id, m.content, m.content_hash, m.tags, array_send(e.vector)"
+            f" FROM {MEMORIES} m LEFT JOIN {EMBEDDINGS} e ON e.memory_id = m.id"
+            " AND e.model = %(model)s AND e.content_hash = m.content_hash"
+            " WHERE m.id = ANY(%(ids)s::bigint[]) AND m.active",
+            {"ids": list(ids), "model": model},
+        )
+        return [
+            Row(i, p, c, h, t, embeddings.from_array_send(raw) if raw is not None else None)
+            for i, p, c, h, t, raw in cursor.fetchall()
+        ]
 
 
 def _comparable(row: Row, other: Row) -> bool:
@@ -178,47 +226,44 @@ def _cosine(a: Row, b: Row) -> float | None:
 
 
 def _closest(
-    row: Row, candidate_ids: Sequence[int], others: dict[int, Row]
+    row: Row, candidate_ids: Sequence[int], others: dict[int, Row], partners: set[int]
 ) -> list[tuple[Row, float | None]]:
     """The candidates worth reading word by word: comparable ones, the COMPARED closest in
-    meaning (all of them, in lookup order, without embeddings)."""
+    meaning (the first ones found, without embeddings), and always its open pairs'
+    ``partners``."""
     found: list[tuple[Row, float | None]] = []
     for other_id in dict.fromkeys(candidate_ids):
         other = others.get(other_id)
         if other is not None and other.id != row.id and _comparable(row, other):
             found.append((other, _cosine(row, other)))
     found.sort(key=lambda item: -(item[1] if item[1] is not None else -1.0))
-    return found[:COMPARED]
+    return found[:COMPARED] + [item for item in found[COMPARED:] if item[0].id in partners]
 
 
 def find(memory_ids: Sequence[int], *, found_by: str) -> dict[int | None, int]:
     """Compare each of ``memory_ids`` (active ones) with its candidates and keep the pairs
-    found (see the module); how many pairs were opened or closed, per project."""
+    found (see the module); how many pairs were opened or closed, per project.
+
+    Statements: one reads the memories, their thresholds and their candidates; one their
+    pairs; then at most one INSERT and one UPDATE (with pgvector, one nearest lookup more
+    per memory)."""
     embedder = embeddings.configured()
-    model = embedder.name if embedder else ""
-    rows = _rows(sorted(set(memory_ids)), model)
-    if not rows:
+    found = _found(sorted(set(memory_ids)), embedder.name if embedder else "")
+    if not found.rows:
         return {}
-    candidates = _candidates(rows)
-    open_pairs = list(
-        MemoryPair.objects.filter(status=PairStatus.OPEN).filter(
-            Q(first_id__in=candidates) | Q(second_id__in=candidates)
-        )
-    )
-    for pair in open_pairs:
-        for side in pair.memory_ids:
-            if side in candidates:
-                candidates[side].append(pair.other(side))
-    others = {
-        r.id: r for r in _rows(sorted({c for ids in candidates.values() for c in ids}), model)
-    }
-    others.update({row.id: row for row in rows})
-    thresholds = _thresholds([row.project_id for row in rows])
+    compared = [row.id for row in found.rows]
+    known = list(MemoryPair.objects.filter(Q(first_id__in=compared) | Q(second_id__in=compared)))
+    partners: dict[int, set[int]] = {}
+    for pair in known:
+        if pair.status == PairStatus.OPEN:
+            for side in pair.memory_ids:
+                partners.setdefault(side, set()).add(pair.other(side))
     verdicts: dict[tuple[int, int], tuple[Row, Row, contradictions.Verdict]] = {}
-    for row in rows:
-        limits = thresholds[row.project_id]
+    for row in found.rows:
+        limits = found.limits[row.id]
         flagged = []
-        for other, cosine in _closest(row, candidates[row.id], others):
+        candidates = found.candidates.get(row.id, [])
+        for other, cosine in _closest(row, candidates, found.read, partners.get(row.id, set())):
             first, second = (row, other) if row.id < other.id else (other, row)
             try:
                 verdict = contradictions.compare(
@@ -237,29 +282,20 @@ def find(memory_ids: Sequence[int], *, found_by: str) -> dict[int | None, int]:
         for _, other, verdict in flagged[:MAX_PAIRS]:
             first, second = (row, other) if row.id < other.id else (other, row)
             verdicts[(first.id, second.id)] = (first, second, verdict)
-    return _keep(verdicts, open_pairs, {row.id for row in rows}, found_by)
+    return _keep(verdicts, known, found.read, found_by)
 
 
 def _keep(
     verdicts: dict[tuple[int, int], tuple[Row, Row, contradictions.Verdict]],
-    open_pairs: Sequence[MemoryPair],
-    compared: set[int],
+    known: Sequence[MemoryPair],
+    read: dict[int, Row],
     found_by: str,
 ) -> dict[int | None, int]:
     """Write the pairs found: new ones, reopened ones (their words changed since a
-    decision), updated open ones; and close the open pairs of ``compared`` memories that
-    are no longer flagged because their words changed."""
+    decision), updated open ones; and close the open ``known`` pairs that are no longer
+    flagged because their words changed (an agent's proposal waits for a reviewer)."""
     now = timezone.now()
-    existing = (
-        {
-            (pair.first_id, pair.second_id): pair
-            for pair in MemoryPair.objects.filter(
-                Q(*[Q(first_id=a, second_id=b) for a, b in verdicts], _connector=Q.OR)
-            )
-        }
-        if verdicts
-        else {}
-    )
+    existing = {(pair.first_id, pair.second_id): pair for pair in known}
     new: list[MemoryPair] = []
     changed: list[MemoryPair] = []
     counts: dict[int | None, int] = {}
@@ -306,7 +342,7 @@ def _keep(
                 "found_by": found_by,
             }
             count(pair)
-            PAIRS.labels(verdict.kind, "found").inc()
+            PAIRS_SEEN.labels(verdict.kind, "found").inc()
         if pair.status == PairStatus.OPEN and "supersede" in pair.evidence:
             # An agent's proposal waiting for a reviewer stays on the pair.
             values["kind"] = pair.kind
@@ -315,10 +351,15 @@ def _keep(
             setattr(pair, name, value)
         pair.updated_at = now
         changed.append(pair)
-    for pair in open_pairs:
+    for pair in known:
         key = (pair.first_id, pair.second_id)
-        if key in verdicts or not (set(pair.memory_ids) & compared):
+        if pair.status != PairStatus.OPEN or key in verdicts or "supersede" in pair.evidence:
             continue
+        left, right = read.get(pair.first_id), read.get(pair.second_id)
+        if left is None or right is None:
+            continue  # one has left (archived): nothing to judge
+        if (pair.first_hash, pair.second_hash) == (left.content_hash, right.content_hash):
+            continue  # the same words: still as found
         pair.status = PairStatus.RESOLVED
         pair.resolution = Resolution.CHANGED
         pair.resolved_actor = found_by
@@ -327,11 +368,11 @@ def _keep(
         pair.updated_at = now
         changed.append(pair)
         count(pair)
-        PAIRS.labels(pair.kind, "resolved").inc()
+        PAIRS_SEEN.labels(pair.kind, "resolved").inc()
     if new:
         for pair in MemoryPair.objects.bulk_create(new, ignore_conflicts=True):
             count(pair)
-            PAIRS.labels(pair.kind, "found").inc()
+            PAIRS_SEEN.labels(pair.kind, "found").inc()
     if changed:
         MemoryPair.objects.bulk_update(
             changed,

@@ -5,9 +5,9 @@ import uuid
 
 import pytest
 
-from assembly.candidates import forget_common_words
 from memories.actors import Actor
 from memories.services import uses
+from memories.statistics import forget_common_words
 from tests.factories import MemoryFactory, ProjectFactory, ReviewerFactory, RunFactory, UserFactory
 
 USES_REDIS = os.environ.get("TEST_MEMORY_USES_URL", "redis://127.0.0.1:6379/13")

@@ -24,8 +24,14 @@ class MemoryPair(models.Model):
     project = models.ForeignKey(
         Project, null=True, blank=True, on_delete=models.CASCADE, related_name="memory_pairs"
     )
-    first = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
-    second = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
+    # No database constraint on the memories (as for their history): a write that finds
+    # pairs would check each one's memories again; Django cascades a deletion.
+    first = models.ForeignKey(
+        Memory, on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
+    second = models.ForeignKey(
+        Memory, on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
     kind = models.CharField(max_length=16, choices=PairKind)
     status = models.CharField(max_length=16, choices=PairStatus, default=PairStatus.OPEN)
     similarity = models.FloatField(default=0.0)
@@ -37,7 +43,13 @@ class MemoryPair(models.Model):
     resolution = models.CharField(max_length=16, choices=Resolution, blank=True, default="")
     # The memory the resolution kept, made (a merge) or rejected.
     outcome_memory = models.ForeignKey(
-        Memory, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+        Memory,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+        db_constraint=False,
     )
     resolved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

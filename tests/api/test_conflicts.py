@@ -169,3 +169,24 @@ def test_live_successor_follows_a_chain(reviewer_client, project, make_memory, r
     assert (body["supersededBy"], body["liveSuccessor"]) == (b.pk, c.pk)
     listed = reviewer_client.get(url(project, "memories") + "?active=false").json()["memories"]
     assert {m["id"]: m["liveSuccessor"] for m in listed} == {a.pk: c.pk, b.pk: c.pk}
+
+
+def test_a_conflict_with_a_global_memory_is_the_projects_and_only_a_reviewer_changes_it(
+    agent, reviewer_client, project, system_actor, reviewer_actor
+):
+    shared = services.memory_create(
+        project=None, type="pattern", content=TEN, source="run", actor=system_actor,
+        tags=["payments"],
+    )  # fmt: skip
+    services.memory_approve(memory=shared, actor=reviewer_actor)
+    mine = create(agent, project, THIRTY, tags=["payments"]).json()
+    [conflict] = agent.get(url(project, "conflicts")).json()["conflicts"]
+    assert conflict["memoryIds"] == [shared.pk, mine["id"]]
+    resolve = url(project, "conflicts", conflict["id"], "resolve")
+    keep_mine = {"action": "keep", "memoryId": mine["id"]}
+    refused = agent.post(resolve, keep_mine, format="json")
+    assert refused.status_code == 403
+    assert "global" in refused.json()["error"]["message"]
+    assert Memory.objects.get(pk=shared.pk).active
+    assert reviewer_client.post(resolve, keep_mine, format="json").status_code == 200
+    assert Memory.objects.get(pk=shared.pk).superseded_by_id == mine["id"]

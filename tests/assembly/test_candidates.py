@@ -8,6 +8,8 @@ from django.utils import timezone
 
 from assembly import candidates
 from assembly.candidates import candidate_query, fetch_dicts, project_source
+from memories import statistics
+from memories.statistics import forget_common_words
 
 pytestmark = pytest.mark.django_db
 
@@ -36,19 +38,19 @@ def crowded_project(project, make_memory):
     make_memory(project=project, content="Beta note.", relevance_score=0.1)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE project_memories")
-    candidates.forget_common_words()
+    forget_common_words()
     return project
 
 
 def test_intent_words_bring_weak_memories_in(crowded_project, monkeypatch):
-    monkeypatch.setattr(candidates, "COMMON_WORD_ROWS", 10_000)
+    monkeypatch.setattr(statistics, "COMMON_WORD_ROWS", 10_000)
     found = ranked_contents(crowded_project, "alpha beta")
     assert "Beta note." in found
     assert sum(content.startswith("Alpha") for content in found) == 30
 
 
 def test_a_word_the_statistics_call_common_brings_no_candidates(crowded_project, monkeypatch):
-    monkeypatch.setattr(candidates, "COMMON_WORD_ROWS", 10)
+    monkeypatch.setattr(statistics, "COMMON_WORD_ROWS", 10)
     found = ranked_contents(crowded_project, "alpha beta")
     assert "Beta note." in found
     assert not any(content.startswith("Alpha") for content in found)
@@ -95,5 +97,5 @@ def test_the_bm25_statistics_of_a_large_project_read_a_bounded_sample(crowded_pr
     assert docs == 76
     assert mean_length >= 2
     monkeypatch.setattr(candidates, "OWNER_SAMPLE", 1000)
-    candidates.forget_common_words()
+    forget_common_words()
     assert candidates.owner_stats(str(crowded_project.pk))[0] == 76

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memories import pairs, services
+from memories import embeddings, pairs, services
 from memories.actors import Actor
 from memories.models import EventAction, Memory, MemoryEvent, MemoryPair
 from memories.services import Conflict
+from tests.support import require
 
 pytestmark = pytest.mark.django_db
 
@@ -241,3 +244,21 @@ def test_bulk_decisions_report_what_could_not_be_done(project, make_memory, revi
     assert failed[0][0] == 999999
     old.refresh_from_db()
     assert old.superseded_by_id == new.pk
+
+
+@pytest.mark.pgvector
+def test_with_pgvector_the_nearest_in_meaning_are_candidates_too(
+    project, other_project, make_memory
+):
+    require(
+        embeddings.nearest_index() is not None,
+        "this PostgreSQL has no pgvector (make test runs these on the embedded one)",
+        strict=bool(os.environ.get("REQUIRE_PGVECTOR")),
+    )
+    near = make_memory(project=project, content="Deployments are frozen over the holidays.")
+    make_memory(project=other_project, content="Deployments are frozen over the holidays.")
+    new = make_memory(project=project, content="No releases to production in late December.")
+    [row] = pairs._rows([new.pk], embeddings.configured().name)
+    found = pairs._candidates([row])[new.pk]
+    assert near.pk in found  # no word in common: found by meaning alone
+    assert all(Memory.objects.get(pk=pk).project_id == project.pk for pk in found)
