@@ -249,10 +249,15 @@ NEGATIVE_STEMS = frozenset(stem(word) for word in NEGATIVE)
 
 # A numbered item's label ("Rule 3:", "Step 2)", "#4 -"): which item, not what it says.
 _LABEL = re.compile(r"^\s*(?:[A-Za-z]+\s+)?#?\d+\s*[:.)\]-]\s+")
+# A reference to an issue or a pull request ("(#600)", "fixes #822", "GH-12"): where a
+# memory came from, not a quantity.
+_ISSUE = re.compile(r"\(?(?<![\w#])(?:#|gh-|GH-)\d+\)?")
+# A commit's trailer ("Co-authored-by: Name <mail>", "Signed-off-by: ..."): who, not what.
+_TRAILER = re.compile(r"\b[A-Za-z]+(?:-[A-Za-z]+)*-by:\s*[^<\n]*(?:<[^>\n]*>)?")
 
 
 def _spelled_out(text: str) -> str:
-    text = _LABEL.sub("", text)
+    text = _TRAILER.sub(" ", _ISSUE.sub(" ", _LABEL.sub("", text)))
     for pattern, replacement in _CONTRACTIONS:
         text = pattern.sub(replacement, text)
     return text
@@ -610,7 +615,7 @@ def compare(
     score = max(cosine if cosine is not None else 0.0, shared)
     named = (
         bool(whole_a.specific & whole_b.specific)
-        or bool({n[0] for n in whole_a.numbers} & {n[0] for n in whole_b.numbers} - {""})
+        or bool(_measured(whole_a) & _measured(whole_b))
         or bool((whole_a.old | whole_a.new) & whole_b.content)
         or bool((whole_b.old | whole_b.new) & whole_a.content)
     )
@@ -628,6 +633,10 @@ def compare(
             continue
         seen.add((left.text, right.text))
         differs += [c for c in _claims(left, right, whole=False) if c not in differs]
+    if score < similarity:
+        # Related only through a shared name: only a value or a declared change of it
+        # counts (a denial or another word beside a name says something else about it).
+        differs = [c for c in differs if c["signal"] in ("number", "change")]
     only_a = sorted(whole_a.content - whole_b.content)
     only_b = sorted(whole_b.content - whole_a.content)
     evidence["onlyFirst"] = only_a[:12]
@@ -639,6 +648,13 @@ def compare(
     if score >= similarity and _repeats(whole_a, whole_b, repeat_overlap, cosine):
         return Verdict(REPEAT, score, evidence)
     return Verdict(None, score, evidence)
+
+
+def _measured(words: Words) -> set[str]:
+    """What a text gives a version or a measure of (a value with a unit or a dot): a name
+    that two texts share only through such values is the same subject ("Airflow 2.7.3" /
+    "Airflow 2.9.1"); a bare count says too little ("method 600")."""
+    return {what for what, unit, value in words.numbers if what and (unit or "." in value)}
 
 
 def _repeats(a: Words, b: Words, threshold: float, cosine: float | None) -> bool:
@@ -654,7 +670,14 @@ def _repeats(a: Words, b: Words, threshold: float, cosine: float | None) -> bool
         if names < threshold or len(large.specific - small.specific) > max(2, len(small.specific)):
             return False
     extra = large.content - small.content
-    if covered >= threshold and len(extra) <= max(3, len(small.content)):
+    missing = len(small.content) - len(small.content & large.content)
+    # Nearly all of the smaller one's words, at most one in four of them missing (in a short
+    # memory, a missing word is often the very thing it is about: "cookie support").
+    if (
+        covered >= threshold
+        and missing * 4 < len(small.content)
+        and (len(extra) <= max(3, len(small.content)))
+    ):
         return True
     # Paraphrases: other words for the same claim, which the model sees as one meaning.
     return cosine is not None and cosine >= 0.8 and covered >= 0.4

@@ -54,6 +54,14 @@ NEITHER = [
     ("Use pnpm for installs.", "Run pnpm install --frozen-lockfile in CI."),
     # unrelated
     ("Use pnpm for installs.", "Invoice PDFs are rendered by WeasyPrint in a Celery task."),
+    # references and trailers are provenance: these say different things
+    ("Add Client.stream() method (#600).", "Consistent multidict methods (#1089)."),
+    (
+        "Tighten public client methods. Co-authored-by: Ann Lee <ann@example.com>",
+        "Tighten public API on auth classes. Co-authored-by: Ann Lee <ann@example.com>",
+    ),
+    # related only through a name: another word beside it is no contradiction
+    ("Disable HTTP/2 strict header validation.", "HTTP/2 refactoring of the pool."),
 ]
 
 

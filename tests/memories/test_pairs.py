@@ -7,6 +7,7 @@ import os
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
+from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 
 from memories import embeddings, pairs, services
@@ -102,16 +103,22 @@ def test_an_open_pair_closes_when_new_words_settle_it(project, make_memory, revi
     assert (pair.status, pair.resolution) == ("resolved", "changed")
 
 
-def test_finding_candidates_is_a_bounded_number_of_statements(project, make_memory):
+@pytest.mark.parametrize("written", [1, 20])
+def test_finding_pairs_is_the_same_few_statements_for_one_memory_or_many(
+    project, make_memory, written
+):
     for index in range(30):
         make_memory(project=project, content=f"{TEN} Note {index}.")
-    memory = make_memory(project=project, content=THIRTY)
+    new = [make_memory(project=project, content=THIRTY + f" ({n})") for n in range(written)]
+    MemoryPair.objects.all().delete()
     with CaptureQueriesContext(connection) as queries:
-        pairs.find([memory.pk], found_by="test")
-    # the memory; its candidates (one statement); their open pairs; the candidates' rows;
-    # the policy; the pairs already known; then at most one INSERT and one UPDATE
-    assert len(queries) <= 8, [q["sql"][:80] for q in queries]
-    assert MemoryPair.objects.filter(second_id=memory.pk).count() <= pairs.MAX_PAIRS
+        pairs.find([memory.pk for memory in new], found_by="test")
+    # the memories, their thresholds and candidates; their pairs; one INSERT (with pgvector,
+    # one nearest-by-meaning lookup per memory)
+    nearest = written if embeddings.nearest_index() else 0
+    assert len(queries) == 3 + nearest, [q["sql"][:80] for q in queries]
+    for memory in new:
+        assert MemoryPair.objects.filter(Q(first_id=memory.pk) | Q(second_id=memory.pk)).exists()
 
 
 # --- supersede -----------------------------------------------------------------------------------
