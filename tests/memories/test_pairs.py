@@ -265,7 +265,6 @@ def test_with_pgvector_the_nearest_in_meaning_are_candidates_too(
     near = make_memory(project=project, content="Deployments are frozen over the holidays.")
     make_memory(project=other_project, content="Deployments are frozen over the holidays.")
     new = make_memory(project=project, content="No releases to production in late December.")
-    [row] = pairs._rows([new.pk], embeddings.configured().name)
-    found = pairs._candidates([row])[new.pk]
+    found = pairs._found([new.pk], embeddings.configured().name).candidates[new.pk]
     assert near.pk in found  # no word in common: found by meaning alone
     assert all(Memory.objects.get(pk=pk).project_id == project.pk for pk in found)
