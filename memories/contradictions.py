@@ -24,7 +24,7 @@ opposite. The evidence names what differs, for a reviewer to see at a glance.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -290,6 +290,7 @@ class Words:
     asserted: frozenset[str]  # content stems never in the reach of a negation
     denies: bool  # holds a negation at all
     numbers: frozenset[tuple[str, str, str]]  # (what it counts, unit, value)
+    nearness: Mapping[str, int]  # how near its number each of those words stands
     old: frozenset[str]  # things a declared change retires
     new: frozenset[str]  # things a declared change brings
 
@@ -305,16 +306,17 @@ def _meaningful(word: str) -> bool:
     )
 
 
-def _anchors(tokens: Sequence[str], index: int) -> set[str]:
-    """What the number at ``index`` may count: the nearest meaningful word after it and the
-    two nearest before it (within four words)."""
-    anchors = set()
+def _anchors(tokens: Sequence[str], index: int) -> dict[str, int]:
+    """What the number at ``index`` may count, and how far from it: the nearest meaningful
+    word after it and the two nearest before it (within four words)."""
+    anchors: dict[str, int] = {}
     for step, wanted in ((1, 1), (-1, 2)):
         position, found = index + step, 0
         while 0 <= position < len(tokens) and abs(position - index) <= 4 and found < wanted:
             word = tokens[position]
             if _meaningful(word):
-                anchors.add(stem(word))
+                distance = abs(position - index)
+                anchors[stem(word)] = min(distance, anchors.get(stem(word), distance))
                 found += 1
             position += step
     return anchors
@@ -340,16 +342,17 @@ def read(text: str) -> Words:
     plain: set[str] = set()
     denies = False
     numbers: set[tuple[str, str, str]] = set()
+    nearness: dict[str, int] = {}
     reach = 0
-    meaningful_before: list[str] = []
     for index, (token, original) in enumerate(zip(tokens, raw, strict=True)):
         if token in NEGATORS or stem(token) in NEGATIVE_STEMS:
             reach = 2
             denies = True
             # "X is not ...": the subject before the verb is denied too.
-            if index and tokens[index - 1] in _COPULAS:
-                negated.update(meaningful_before[-1:])
-                plain.difference_update(meaningful_before[-1:])
+            if index >= 2 and tokens[index - 1] in _COPULAS and _meaningful(tokens[index - 2]):
+                subject = stem(tokens[index - 2])
+                negated.add(subject)
+                plain.discard(subject)
             if token not in NEGATORS:
                 content.add(stem(token))
             continue
@@ -359,8 +362,10 @@ def read(text: str) -> Words:
         if number:
             value, suffix = number.groups()
             unit = _unit(tokens, index, suffix)
-            for anchor in _anchors(tokens, index) or {""}:
+            anchors = _anchors(tokens, index) or {"": 0}
+            for anchor, distance in anchors.items():
                 numbers.add((anchor, unit, _value(value)))
+                nearness[anchor] = min(distance, nearness.get(anchor, distance))
             content.add(token)
             specific.add(token)
             continue
@@ -368,13 +373,13 @@ def read(text: str) -> Words:
         if token in STOPWORDS or word in STOPWORDS:
             continue
         content.add(word)
-        meaningful_before.append(word)
         proper = original[:1].isupper() and index and tokens[index - 1] not in ".!?:;"
         if is_specific(token) or _CAMEL.search(original) or proper:
             specific.add(word)
             for name, value in _INNER_NUMBER.findall(token):
                 if name not in STOPWORDS:
                     numbers.add((stem(name), "", _value(value)))
+                    nearness[stem(name)] = 0
                     content.add(stem(name))
         # A path's parts count as words too ("src/core/**" says "core").
         if "/" in token:
@@ -403,6 +408,7 @@ def read(text: str) -> Words:
         frozenset(content - negated),
         denies,
         frozenset(numbers),
+        nearness,
         frozenset(old - new),
         frozenset(new - old),
     )
@@ -456,7 +462,9 @@ def _numbers(a: Words, b: Words) -> list[dict[str, str]]:
     have nothing in common."""
     found = []
     said: list[dict[str, set[str]]] = []
-    for what in sorted({n[0] for n in a.numbers} & {n[0] for n in b.numbers} - {""}):
+    shared = {n[0] for n in a.numbers} & {n[0] for n in b.numbers} - {""}
+    # The nearest word to the numbers first: it names what they count.
+    for what in sorted(shared, key=lambda w: (a.nearness[w] + b.nearness[w], w)):
         units = {n[1] for n in a.numbers if n[0] == what} | {
             n[1] for n in b.numbers if n[0] == what
         }
