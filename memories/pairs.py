@@ -6,8 +6,8 @@ a time), each memory is compared with a bounded set of candidates found through 
 never a scan:
 
 * the active memories of its project, and global ones whose tags overlap its own, that
-  hold one of its longest words that are not common (the match-key GIN index that
-  assembly keeps anyway), at most CANDIDATES;
+  hold one of its rarest words (the match-key GIN index that assembly keeps anyway), at
+  most CANDIDATES;
 * with pgvector, also its NEAREST neighbours by meaning (the HNSW index);
 * the memories it already has an open pair with (to see whether new words settled it).
 
@@ -41,7 +41,8 @@ from memories.models import (
     Resolution,
 )
 from memories.models.choices import sql_literal
-from memories.statistics import all_common_word_keys
+from memories.statements import server_cursor
+from memories.statistics import COMMON_WORD_ROWS, word_rows
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ CANDIDATES = 40
 NEAREST = 10
 # Of those, the closest in meaning are read word by word.
 COMPARED = 10
-PROBE_WORDS = 6
+PROBE_WORDS = 4
 MAX_PAIRS = 3
 
 _DEFAULTS = {
@@ -74,10 +75,11 @@ class Row:
 
 _OPEN = sql_literal(PairStatus.OPEN)
 # In one statement: the memories to compare (active ones of ``ids``), with their policy's
-# thresholds; and their candidates: up to CANDIDATES memories holding one of their six
-# longest words that are not common (memories.statistics: a common word's posting list is
-# long), under their owner and, for a project memory, the global owner (the match-key GIN
-# index); and the memories they have an open pair with. Each row
+# thresholds; and their candidates: up to CANDIDATES memories holding one of their
+# PROBE_WORDS rarest words (by the table's statistics, memories.statistics: a common word's
+# posting list is long, and one in more than COMMON_WORD_ROWS is never looked up), under
+# their owner and, for a project memory, the global owner (the match-key GIN index); and
+# the memories they have an open pair with. Each row
 # is (anchor, memory, ...): a memory to compare is its own anchor.
 _FIND = f"""
 WITH me AS (
@@ -87,13 +89,14 @@ WITH me AS (
     SELECT me.id, ARRAY(
         SELECT o.owner || substr(w.key, length(me.owner) + 1)
         FROM (
-            SELECT key FROM unnest(me.match_keys) AS key
-            WHERE key LIKE me.owner || ':w:%%' AND key <> ALL(%(common)s::text[])
-            ORDER BY length(key) DESC, key LIMIT {PROBE_WORDS}
+            SELECT key, coalesce(c.rows, 0) AS rows FROM unnest(me.match_keys) AS key
+            LEFT JOIN unnest(%(known)s::text[], %(rows)s::float8[]) AS c(key, rows)
+                USING (key)
+            WHERE key LIKE me.owner || ':w:%%' AND coalesce(c.rows, 0) <= {COMMON_WORD_ROWS}
+            ORDER BY coalesce(c.rows, 0), length(key) DESC, key LIMIT {PROBE_WORDS}
         ) AS w,
         unnest(CASE WHEN me.project_id IS NULL THEN ARRAY['g'] ELSE ARRAY[me.owner, 'g'] END)
             AS o(owner)
-        WHERE o.owner || substr(w.key, length(me.owner) + 1) <> ALL(%(common)s::text[])
     ) AS probe FROM me
 ), found AS (
     SELECT p.id AS anchor, d.id FROM probes p, LATERAL (
@@ -151,10 +154,18 @@ class Found:
 
 def _found(ids: Sequence[int], model: str) -> Found:
     found = Found([], {}, {}, {})
-    with connection.cursor() as cursor:
+    rows = word_rows()
+    # Prepared: its plan does not depend on the values, and planning it cost as much as
+    # running it.
+    with server_cursor(prepare=True) as cursor:
         cursor.execute(
             _FIND,
-            {"ids": list(ids), "model": model, "common": all_common_word_keys()},
+            {
+                "ids": list(ids),
+                "model": model,
+                "known": list(rows),
+                "rows": list(rows.values()),
+            },
         )
         rows = cursor.fetchall()
     for (

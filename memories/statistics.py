@@ -20,7 +20,10 @@ from memories.models import Memory
 MEMORIES = Memory._meta.db_table
 COMMON_WORD_ROWS = 2000
 COMMON_WORDS_SECONDS = 300.0
-# The word keys in more than COMMON_WORD_ROWS rows by ANALYZE's most common elements.
+# Words in more rows than this are known with their count (``word_rows``): the search for
+# repeats and conflicts looks memories up by their rarest words.
+KNOWN_WORD_ROWS = 20
+# The word keys in more than KNOWN_WORD_ROWS rows by ANALYZE's most common elements.
 _COMMON_WORDS = f"""
     SELECT element, frequency * (
             SELECT reltuples FROM pg_class WHERE oid = '{MEMORIES}'::regclass
@@ -41,12 +44,15 @@ _common_words: dict[str, Any] = {"read_at": None, "by_owner": {}, "stats": {}}
 def statistics() -> dict[str, Any]:
     read_at = _common_words["read_at"]
     if read_at is None or time.monotonic() - read_at > COMMON_WORDS_SECONDS:
+        known: dict[str, float] = {}
         by_owner: dict[str, dict[str, float]] = {}
         with connection.cursor() as cursor:
-            cursor.execute(_COMMON_WORDS, [COMMON_WORD_ROWS])
+            cursor.execute(_COMMON_WORDS, [min(KNOWN_WORD_ROWS, COMMON_WORD_ROWS)])
             for key, rows in cursor.fetchall():
-                by_owner.setdefault(key.split(":", 1)[0], {})[key] = float(rows)
-        _common_words.update(read_at=time.monotonic(), by_owner=by_owner, stats={})
+                known[key] = float(rows)
+                if rows > COMMON_WORD_ROWS:
+                    by_owner.setdefault(key.split(":", 1)[0], {})[key] = float(rows)
+        _common_words.update(read_at=time.monotonic(), by_owner=by_owner, known=known, stats={})
     return _common_words
 
 
@@ -61,9 +67,10 @@ def common_word_rows(owner: str) -> dict[str, float]:
     return statistics()["by_owner"].get(owner, {})
 
 
-def all_common_word_keys() -> list[str]:
-    """The common word keys of every owner."""
-    return sorted(key for keys in statistics()["by_owner"].values() for key in keys)
+def word_rows() -> dict[str, float]:
+    """Every word key (of any owner) in more than KNOWN_WORD_ROWS rows, with that number;
+    a key not listed is rarer."""
+    return statistics().get("known", {})
 
 
 def forget_common_words() -> None:
