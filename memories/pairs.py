@@ -50,10 +50,10 @@ MEMORIES = Memory._meta.db_table
 EMBEDDINGS = MemoryEmbedding._meta.db_table
 PAIRS_TABLE = MemoryPair._meta.db_table
 POLICIES = MemoryPolicy._meta.db_table
-CANDIDATES = 40
+CANDIDATES = 20
 NEAREST = 10
 # Of those, the closest in meaning are read word by word.
-COMPARED = 10
+COMPARED = 8
 PROBE_WORDS = 4
 MAX_PAIRS = 3
 
