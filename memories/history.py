@@ -113,12 +113,14 @@ def record(events: Sequence[MemoryEvent], *, of_existing: bool = True) -> None:
     that are new or gone (``of_existing=False``)."""
     MemoryEvent.objects.bulk_create(events, batch_size=BATCH_SIZE)
     changes = {e.memory_id: e.changes for e in events} if of_existing else None
-    # New words mean a new embedding, and another look for repeats and contradictions,
-    # in the same transaction.
+    # New words mean a new embedding, and another look for repeats and contradictions, in
+    # the same transaction ...
     worded = [e for e in events if e.action != EventAction.DELETED and "content" in e.changes]
     embeddings.refresh([e.memory_id for e in worded])
-    if worded:
-        pairs.find([e.memory_id for e in worded], found_by=worded[0].actor_label)
+    # ... and so does a memory that becomes active (an approved global one, one restored).
+    compared = worded + [e for e in events if e.changes.get("active") == [False, True]]
+    if compared:
+        pairs.find([e.memory_id for e in compared], found_by=compared[0].actor_label)
     written({e.project_id for e in events}, changes)
 
 

@@ -34,7 +34,7 @@ from memories.models import (
 )
 from memories.secrets import SecretsPolicy
 from memories.services.changes import change_memories
-from memories.services.memories import memories_reject, memory_create
+from memories.services.memories import memories_approve, memories_reject, memory_create
 from memories.services.validation import Conflict, scrubbed, secrets_mode
 
 MEMORIES = Memory._meta.db_table
@@ -352,7 +352,7 @@ def pair_resolve(
     elif action == "merge":
         ranked = sorted(sides.values(), key=precedence, reverse=True)
         _require(actor.can_review() or all(_may_decide(actor, m) for m in ranked), "Merging them")
-        merged = _merged(ranked, actor, content, type, tags, now)
+        merged = _merged(pair, ranked, actor, content, type, tags, now)
         memories_supersede(
             memories=ranked,
             by=merged,
@@ -382,6 +382,7 @@ def precedence(memory: Memory) -> tuple[bool, float, int]:
 
 
 def _merged(
+    pair: MemoryPair,
     ranked: Sequence[Memory],
     actor: Actor,
     content: str | None,
@@ -389,12 +390,17 @@ def _merged(
     tags: Sequence[str] | None,
     now: datetime,
 ) -> Memory:
+    """The memory a merge makes: the pair's project's (a project memory and a global one
+    merge into the project), global only for two global memories, where only a reviewer
+    merges and the merged memory is approved at once (a global memory is active only
+    through approval)."""
     best = ranked[0]
     if tags is None:
         tags = list(dict.fromkeys(tag for memory in ranked for tag in memory.tags))
-    return memory_create(
-        project=best.project,
-        scope=best.scope if best.scope != Scope.RUN else Scope.PROJECT,
+    project = pair.project
+    merged = memory_create(
+        project=project,
+        scope=Scope.PROJECT if project is not None else Scope.GLOBAL,
         type=type or best.type,
         content=content if content is not None else best.content,
         tags=tags,
@@ -403,6 +409,9 @@ def _merged(
         actor=actor,
         now=now,
     )
+    if project is None:
+        merged = memories_approve(memory_ids=[merged.pk], actor=actor, now=now).changed[0]
+    return merged
 
 
 @transaction.atomic

@@ -268,3 +268,38 @@ def test_with_pgvector_the_nearest_in_meaning_are_candidates_too(
     found = pairs._found([new.pk], embeddings.configured().name).candidates[new.pk]
     assert near.pk in found  # no word in common: found by meaning alone
     assert all(Memory.objects.get(pk=pk).project_id == project.pk for pk in found)
+
+
+def test_merging_a_project_memory_with_a_global_one_makes_a_project_memory(
+    project, make_memory, system_actor, reviewer_actor
+):
+    shared = services.memory_create(
+        project=None, type="pattern", content=TEN, source="run", actor=system_actor,
+        tags=["http"],
+    )  # fmt: skip
+    services.memory_approve(memory=shared, actor=reviewer_actor)
+    mine = make_memory(project=project, content=THIRTY, tags=["http"])
+    pair = services.pair_resolve(
+        pair_id=open_pair(shared, mine).pk, action="merge", actor=reviewer_actor
+    )
+    merged = Memory.objects.get(pk=pair.outcome_memory_id)
+    assert (merged.project_id, merged.scope, merged.active) == (project.pk, "project", True)
+    # The one with precedence (the approved global memory) gave its words.
+    assert merged.content == TEN
+
+
+def test_merging_two_global_memories_makes_an_approved_global_one(
+    make_memory, system_actor, reviewer_actor
+):
+    made = []
+    for content in (TEN, THIRTY):
+        memory = services.memory_create(
+            project=None, type="pattern", content=content, source="run", actor=system_actor
+        )
+        services.memory_approve(memory=memory, actor=reviewer_actor)
+        made.append(memory)
+    pair = services.pair_resolve(
+        pair_id=open_pair(*made).pk, action="merge", content=THIRTY, actor=reviewer_actor
+    )
+    merged = Memory.objects.get(pk=pair.outcome_memory_id)
+    assert (merged.project_id, merged.active, merged.review_status) == (None, True, "approved")
