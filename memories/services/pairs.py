@@ -281,8 +281,8 @@ ACTIONS = ("keep", "merge", "dismiss", "reject")
 
 def _locked(pair_id: int) -> MemoryPair:
     pair = MemoryPair.objects.select_for_update().filter(pk=pair_id).first()
-    if pair is None:
-        raise MemoryPair.DoesNotExist(f"pair {pair_id} no longer exists")
+    if pair is None:  # one of its memories was deleted meanwhile
+        raise Conflict(f"Pair {pair_id} no longer exists: one of its memories was deleted.")
     if pair.status != PairStatus.OPEN:
         raise Conflict(f"Pair {pair.pk} was already decided ({pair.resolution}).")
     return pair
@@ -431,12 +431,14 @@ def pairs_resolve(
                 if action == "dismiss":
                     pair_resolve(pair_id=pair_id, action="dismiss", actor=actor, reason=reason)
                 else:
-                    pair = MemoryPair.objects.get(pk=pair_id)
+                    pair = MemoryPair.objects.filter(pk=pair_id).first()
+                    if pair is None:
+                        raise Conflict(f"Pair {pair_id} no longer exists.")
                     keep = pair.second_id if action == "keep-newer" else pair.first_id
                     pair_resolve(
                         pair_id=pair_id, action="keep", memory_id=keep, actor=actor, reason=reason
                     )
-        except (MemoryPair.DoesNotExist, Conflict, ValidationError, PermissionDenied) as error:
+        except (Conflict, ValidationError, PermissionDenied) as error:
             failed.append((pair_id, _message(error)))
         else:
             done.append(pair_id)
