@@ -4,13 +4,15 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-INSTALLED := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
+INSTALLED := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml clients/python/pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: install run test lint format lock clean
+.PHONY: install run test test-client lint format lock clean
 
-$(INSTALLED): requirements.lock pyproject.toml
+$(INSTALLED): requirements.lock pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	# The Python client (its dependencies are in the lock): the service's MCP tools are its.
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e clients/python
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -27,6 +29,10 @@ test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 	if [ -n "$$DATABASE_URL" ]; then \
 		DATABASE_URL= REQUIRE_PGVECTOR=1 $(PY) -m pytest -m pgvector -q $(PYTEST_ARGS); fi
+
+# The Python client's own tests, against a service they start (gunicorn, a fresh database).
+test-client: install
+	cd clients/python && ../../$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install
 	$(PY) -m ruff check .

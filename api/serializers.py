@@ -339,6 +339,14 @@ class ChangesOut(serializers.Serializer):
     memoryIds = serializers.ListField(child=serializers.IntegerField())
 
 
+class FlagIn(StrictInput):
+    reason = StrictCharField(
+        max_length=1000,
+        visible=True,
+        help_text="What looks wrong or stale, for the reviewer (e.g. 'the port is 5433 now').",
+    )
+
+
 class RejectIn(StrictInput):
     reason = StrictCharField(max_length=500, required=False, default="", allow_blank=True)
 

@@ -34,6 +34,7 @@ urlpatterns = [
     path(f"{memory}/approve", views.MemoryApprove.as_view(), name="memory-approve"),
     path(f"{memory}/reject", views.MemoryReject.as_view(), name="memory-reject"),
     path(f"{memory}/history", views.MemoryHistory.as_view(), name="memory-history"),
+    path(f"{memory}/flag", views.MemoryFlag.as_view(), name="memory-flag"),
     path(f"{memory}/restore", views.MemoryRestore.as_view(), name="memory-restore"),
     path(
         f"{memory}/restore-content",

@@ -248,6 +248,24 @@ class MemoryReject(APIView):
         return Response(s.memory_out(project_memory_or_404(target, memory_id)))
 
 
+class MemoryFlag(APIView):
+    @extend_schema(
+        parameters=[PROJECT_PARAM, MEMORY_PARAM],
+        request=s.FlagIn,
+        responses={200: s.MemoryOut, **errors(*WRITE_ERRORS)},
+        summary="Flag a memory that looks wrong or stale: it waits for re-review",
+        description="Sets `staleAt` (and `staleRef` to `flagged`) and records the reason in"
+        " the memory's history; a reviewer's approval clears the flag. Flagging again keeps"
+        " the first `staleAt`.",
+    )
+    def post(self, request: Request, project: str, memory_id: int) -> Response:
+        target = project_or_404(request, project)
+        memory = project_memory_or_404(target, memory_id)
+        data = valid(s.FlagIn, request.data)
+        services.memory_flag(memory=memory, actor=actor_for(request), reason=data["reason"])
+        return Response(_memories_out([project_memory_or_404(target, memory_id)])[0])
+
+
 class MemoryRestore(APIView):
     @extend_schema(
         parameters=[PROJECT_PARAM, MEMORY_PARAM],

@@ -11,7 +11,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from assembly.budget import DEFAULT_SHARES, Share, allocate
+from memory_layer_client.budget import DEFAULT_SHARES, Share, allocate
+
 from assembly.diversity import Seen
 from assembly.render import memory_line, render_section
 from memories.tokens import count_line_tokens, count_tokens

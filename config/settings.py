@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "ops",
     "api",
     "review",
+    "mcp_http",
 ]
 
 MIDDLEWARE = [
@@ -395,5 +396,11 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"pgserver": {"level": "WARNING"}},
+    "loggers": {
+        "pgserver": {"level": "WARNING"},
+        # The MCP SDK says at INFO that it starts and stops each stateless exchange.
+        "mcp": {"level": "WARNING"},
+        # The MCP tools' in-process API calls: each is logged as a request of its own.
+        "httpx2": {"level": "WARNING"},
+    },
 }

@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from mcp_http.views import McpEndpoint
 from ops import views as ops_views
 
 admin.site.site_header = "Memory Layer"
@@ -16,6 +17,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/", include("api.urls")),
+    path("mcp", McpEndpoint.as_view(), name="mcp"),
     path("healthz", ops_views.healthz, name="healthz"),
     path("readyz", ops_views.readyz, name="readyz"),
     path("metrics", ops_views.metrics_view, name="metrics"),

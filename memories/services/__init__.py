@@ -25,6 +25,7 @@ from memories.services.memories import (
     memories_set_pinned,
     memory_approve,
     memory_create,
+    memory_flag,
     memory_reject,
     memory_update,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "memories_set_pinned",
     "memory_approve",
     "memory_create",
+    "memory_flag",
     "memory_reject",
     "memory_supersede",
     "memory_update",

@@ -211,6 +211,31 @@ def memory_reject(*, memory: Memory, actor: Actor, reason: str = "") -> Memory:
     return one(memories_reject(memory_ids=[memory.pk], actor=actor, reason=reason), memory)
 
 
+FLAG_REF = "flagged"
+
+
+def memory_flag(*, memory: Memory, actor: Actor, reason: str) -> Memory:
+    """Someone (an agent, mostly) says the memory looks wrong or stale: it is flagged for
+    re-review, as a code change flags it, with the reason in its history. Nothing else
+    changes: a reviewer decides (an approval clears the flag). Flagging a flagged memory
+    again keeps the first time it was flagged."""
+    reason = scrubbed({"reason": reason}, SecretsPolicy.REDACT)["reason"]
+
+    def compute(current: Memory) -> dict[str, Any]:
+        if current.stale_at is not None and current.stale_ref == FLAG_REF:
+            return {}
+        return {"stale_at": timezone.now(), "stale_ref": FLAG_REF}
+
+    result = change_memories(
+        memory_ids=[memory.pk],
+        compute=compute,
+        action=EventAction.STALE,
+        actor=actor,
+        reason=reason,
+    )
+    return one(result, memory)
+
+
 def memories_set_active(
     *, memory_ids: Iterable[int], active: bool, actor: Actor, reason: str = ""
 ) -> ChangeResult:

@@ -27,6 +27,7 @@ PROJECT_ROUTES = [
     ("post", "memories/{memory}/restore", None),
     ("post", "memories/{memory}/restore-content", None),
     ("post", "memories/{memory}/supersede", {"by": 1}),
+    ("post", "memories/{memory}/flag", {"reason": "looks stale"}),
     ("get", "conflicts", None),
     ("get", "conflicts/{conflict}", None),
     ("post", "conflicts/{conflict}/resolve", {"action": "dismiss"}),

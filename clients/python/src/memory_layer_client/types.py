@@ -1,0 +1,186 @@
+"""What the API answers, as typed dictionaries (the JSON as it comes, camelCase keys)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+MemoryType = Literal["pattern", "warning", "learning", "context"]
+ReviewStatus = Literal["pending", "approved", "rejected"]
+Outcome = Literal["succeeded", "failed"]
+
+
+class Project(TypedDict):
+    id: int
+    name: str
+    slug: str
+    description: str
+    createdAt: str
+
+
+class Memory(TypedDict):
+    id: int
+    projectId: int | None
+    scope: str
+    type: MemoryType
+    content: str
+    summary: str
+    source: str
+    sourceRunId: int | None
+    tags: list[str]
+    relevanceScore: float
+    confidence: float
+    active: bool
+    expiresAt: str | None
+    reviewStatus: ReviewStatus
+    approvedBy: str | None
+    approvedAt: str | None
+    pinned: bool
+    tier: str
+    tokenCount: int
+    accessCount: int
+    lastAccessedAt: str | None
+    archivedAt: str | None
+    mergedInto: int | None
+    compressedAt: str | None
+    supersededBy: int | None
+    supersededAt: str | None
+    supersededActor: str
+    liveSuccessor: int | None
+    staleAt: str | None
+    staleRef: str
+    createdAt: str
+    updatedAt: str
+
+
+class Superseded(TypedDict):
+    done: list[int]
+    waiting: list[int]
+
+
+class CreatedMemory(Memory):
+    conflicts: list[Conflict]
+    superseded: Superseded
+
+
+class MemoryPage(TypedDict):
+    memories: list[Memory]
+    next: str | None
+
+
+class Event(TypedDict):
+    id: int
+    memoryId: int
+    action: str
+    changes: dict[str, list[Any]]
+    actor: dict[str, str]
+    reason: str
+    runId: int | None
+    createdAt: str
+
+
+class EventPage(TypedDict):
+    events: list[Event]
+    next: str | None
+
+
+class Conflict(TypedDict):
+    id: int
+    kind: Literal["conflict", "repeat"]
+    memoryIds: list[int]
+    status: str
+    similarity: float
+    evidence: dict[str, Any]
+    resolution: str
+    outcomeMemoryId: int | None
+    resolvedBy: str
+    resolvedAt: str | None
+    reason: str
+    createdAt: str
+
+
+class ConflictPage(TypedDict):
+    conflicts: list[Conflict]
+    next: str | None
+
+
+class Run(TypedDict):
+    id: int
+    projectId: int
+    externalId: str
+    taskTitle: str
+    writeScope: list[str]
+    status: Literal["running", "succeeded", "failed"]
+    promptHash: str
+    startedAt: str
+    finishedAt: str | None
+
+
+class Given(TypedDict):
+    memoryId: int
+    rank: int
+    score: float
+
+
+class RunDetail(Run):
+    given: list[Given]
+
+
+class MovedMemory(TypedDict):
+    id: int
+    confidence: float
+    active: bool
+
+
+class OutcomeResult(TypedDict):
+    run: Run
+    recorded: bool
+    memories: list[MovedMemory]
+
+
+class ContextItem(TypedDict):
+    id: int
+    source: Literal["run", "project", "global"]
+    type: str
+    rank: int
+    detail: str
+    tokens: int
+    score: float
+    scoreParts: dict[str, float]
+
+
+class Dropped(TypedDict, total=False):
+    id: int | None
+    source: str
+    reason: str
+    repeats: int | None
+    conflictsWith: int | None
+
+
+class Warning(TypedDict):
+    code: str
+    message: str
+
+
+class ContextMetadata(TypedDict, total=False):
+    totalTokens: int
+    budget: int
+    promptHash: str
+    qualityAchieved: float
+    coherence: float
+    sourceCoverage: dict[str, dict[str, Any]]
+    warnings: list[Warning]
+    cacheHit: bool
+    assemblyTimeMs: float
+
+
+class Context(TypedDict):
+    text: str
+    items: list[ContextItem]
+    dropped: list[Dropped]
+    metadata: ContextMetadata
+
+
+class Changes(TypedDict):
+    ref: str
+    marked: int
+    memoryIds: list[int]

@@ -1,0 +1,138 @@
+"""``/mcp``: the Model Context Protocol over Streamable HTTP, with the project's API key.
+
+The protocol is the official SDK's (``StreamableHTTPSessionManager``), stateless and
+answering JSON: each POST is one exchange, so any web worker (gunicorn's, or runserver's)
+answers any request and no session lives in a process. The request is authenticated here
+as the API authenticates it (``Authorization: Bearer <key>``; a missing, unknown or revoked
+key is a 401 before the protocol is spoken), then handed to the SDK as an ASGI request on
+an event loop of asgiref's (Django's own bridge). Each tool calls the API in process with
+the same key (``mcp_http.transport``): another project's memories do not exist for it.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from functools import cache
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.http import HttpResponse
+from mcp.server import MCPServer
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from memory_layer_client.client import AsyncMemoryLayerClient
+from memory_layer_client.tools import build_server
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from api.auth import ApiKeyAuthentication, api_key_of
+from mcp_http import metrics
+from mcp_http.transport import InProcessTransport
+from ops import requestid
+
+# The client of the request being answered: the caller's key, project and address.
+_client: ContextVar[AsyncMemoryLayerClient] = ContextVar("mcp_client")
+
+
+@cache
+def server() -> MCPServer:
+    return build_server(_client.get, observe=metrics.observe)
+
+
+def _scope(request: Request) -> dict[str, Any]:
+    """The ASGI scope of a Django request (what the SDK's transport reads)."""
+    raw = request._request  # the HttpRequest
+    headers = [
+        (name.lower().encode("latin-1"), value.encode("latin-1"))
+        for name, value in raw.headers.items()
+    ]
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": raw.method,
+        "scheme": raw.scheme,
+        "path": raw.path,
+        "raw_path": raw.path.encode(),
+        "root_path": "",
+        "query_string": raw.META.get("QUERY_STRING", "").encode("latin-1"),
+        "headers": headers,
+        "client": (raw.META.get("REMOTE_ADDR", ""), 0),
+        "server": (raw.get_host(), 0),
+    }
+
+
+async def _exchange(
+    scope: dict[str, Any], body: bytes, client: AsyncMemoryLayerClient
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """One request through the SDK's transport; its status, headers and body."""
+    started: dict[str, Any] = {"status": 500, "headers": []}
+    chunks: list[bytes] = []
+    delivered = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            started["status"] = message["status"]
+            started["headers"] = message.get("headers", [])
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+
+    _client.set(client)
+    manager = StreamableHTTPSessionManager(
+        app=server()._lowlevel_server,  # the SDK's documented way to serve it elsewhere
+        stateless=True,
+        json_response=True,
+    )
+    try:
+        async with manager.run():
+            await manager.handle_request(scope, receive, send)
+    finally:
+        await client.aclose()
+    return started["status"], started["headers"], b"".join(chunks)
+
+
+class McpEndpoint(APIView):
+    """Streamable HTTP (POST one JSON-RPC message; GET and DELETE answer as the SDK says)."""
+
+    authentication_classes = [ApiKeyAuthentication]
+    permission_classes = [IsAuthenticated]
+    # The tools' own API calls are throttled per key as any; the endpoint adds nothing.
+    throttle_classes: list[Any] = []
+    schema = None  # not part of the REST API's OpenAPI document
+
+    def _answer(self, request: Request) -> HttpResponse:
+        api_key = api_key_of(request)
+        assert api_key is not None  # IsAuthenticated with key authentication only
+        raw = request._request
+        request_id = getattr(raw, "request_id", requestid.NONE)
+        client = AsyncMemoryLayerClient(
+            f"{raw.scheme}://{raw.get_host()}",
+            raw.headers["Authorization"].split(None, 1)[1],
+            project=api_key.project.slug,
+            retries=0,
+            headers={requestid.HEADER: request_id},
+            transport=InProcessTransport(raw.META.get("REMOTE_ADDR", "127.0.0.1")),
+        )
+        status, headers, body = async_to_sync(_exchange)(_scope(request), raw.body, client)
+        requestid.current.set(request_id)  # the tools' API calls ended requests of their own
+        response = HttpResponse(body, status=status)
+        for name, value in headers:
+            if name.lower() not in (b"content-length",):
+                response.headers[name.decode("latin-1")] = value.decode("latin-1")
+        return response
+
+    def post(self, request: Request) -> HttpResponse:
+        return self._answer(request)
+
+    def get(self, request: Request) -> HttpResponse:
+        return self._answer(request)
+
+    def delete(self, request: Request) -> HttpResponse:
+        return self._answer(request)
