@@ -1,0 +1,293 @@
+"""The MCP server, end to end: the SDK's own client session over Streamable HTTP (/mcp on a
+live server) and over stdio (the client package's ``memory-layer-mcp``, calling the live
+server), every tool called and its effect read back from the database."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2 as httpx
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from memories import services
+from memories.models import Memory, MemoryEvent, Run
+from tests.factories import MemoryFactory, ProjectFactory, RunFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOOLS = {
+    "recall",
+    "remember",
+    "start_run",
+    "report_outcome",
+    "search_memories",
+    "get_memory",
+    "flag_memory",
+}
+MEMORY_LAYER_MCP = shutil.which("memory-layer-mcp", path=str(Path(sys.executable).parent))
+
+
+@pytest.fixture(autouse=True)
+def _generous_limits(settings):
+    settings.API_THROTTLE_RATE = "100000/min"
+
+
+@asynccontextmanager
+async def over_http(base_url: str, key: str) -> AsyncIterator[Client]:
+    http = httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    async with http, Client(streamable_http_client(f"{base_url}/mcp", http_client=http)) as c:
+        yield c
+
+
+@asynccontextmanager
+async def over_stdio(base_url: str, key: str) -> AsyncIterator[Client]:
+    assert MEMORY_LAYER_MCP, "memory-layer-mcp is not installed (make install)"
+    params = StdioServerParameters(
+        command=MEMORY_LAYER_MCP, args=["--url", base_url, "--key", key], env={"PATH": ""}
+    )
+    async with Client(params) as c:
+        yield c
+
+
+SESSIONS: dict[str, Callable[[str, str], Any]] = {"http": over_http, "stdio": over_stdio}
+
+
+def run(coroutine_function: Callable[[], Any]) -> Any:
+    return anyio.run(coroutine_function)
+
+
+@pytest.fixture
+def alpha():
+    project = ProjectFactory(slug="alpha")
+    _, key = services.api_key_create(project=project, name="agent")
+    return project, key
+
+
+@pytest.fixture
+def beta():
+    project = ProjectFactory(slug="beta")
+    _, key = services.api_key_create(project=project, name="agent")
+    return project, key
+
+
+@pytest.mark.parametrize("transport", SESSIONS)
+def test_every_tool_works_and_writes_what_it_says(transport, live_server, alpha):
+    project, key = alpha
+    session = SESSIONS[transport]
+
+    async def scenario() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with session(live_server.url, key) as client:
+            listed = (await client.list_tools()).tools
+            seen["tools"] = {t.name: t for t in listed}
+            started = await client.call_tool(
+                "start_run", {"external_id": "task-1", "write_scope": ["src/db/**"]}
+            )
+            run_id = started.structured_content["id"]
+            stored = await client.call_tool(
+                "remember",
+                {
+                    "type": "warning",
+                    "content": "Never run migrations against the read replica.",
+                    "tags": ["src/db/**"],
+                    "run_id": run_id,
+                },
+            )
+            memory_id = stored.structured_content["id"]
+            seen["recall"] = await client.call_tool(
+                "recall",
+                {
+                    "intent": "add a migration",
+                    "write_scope": ["src/db/models.py"],
+                    "run_id": run_id,
+                },
+            )
+            seen["search"] = await client.call_tool("search_memories", {"query": "replica"})
+            seen["get"] = await client.call_tool("get_memory", {"memory_id": memory_id})
+            seen["flag"] = await client.call_tool(
+                "flag_memory", {"memory_id": memory_id, "reason": "The replica was retired."}
+            )
+            seen["outcome"] = await client.call_tool(
+                "report_outcome", {"run_id": run_id, "outcome": "succeeded"}
+            )
+            seen.update(started=started, stored=stored, run_id=run_id, memory_id=memory_id)
+        return seen
+
+    seen = run(scenario)
+
+    assert set(seen["tools"]) == TOOLS
+    for tool in seen["tools"].values():
+        assert len(tool.description or "") > 60, tool.name  # written for a model to read
+        assert tool.input_schema["type"] == "object"
+        for name, schema in tool.input_schema["properties"].items():
+            assert schema.get("description"), f"{tool.name}.{name} has no description"
+    for name in ("started", "stored", "recall", "search", "get", "flag", "outcome"):
+        result = seen[name]
+        assert not result.is_error, (name, result.content)
+        assert result.content[0].type == "text"
+        assert result.content[0].text
+        assert isinstance(result.structured_content, dict)
+
+    memory = Memory.objects.get(pk=seen["memory_id"])
+    assert memory.project_id == project.pk
+    assert memory.review_status == "pending"  # as from any agent
+    assert memory.source_run_id == seen["run_id"]
+    recall = seen["recall"]
+    assert recall.structured_content["ids"] == [memory.pk]
+    assert "- [warning] Never run migrations against the read replica." in recall.content[0].text
+    assert f"#{memory.pk}" in recall.content[0].text
+    assert f"#{memory.pk}" in seen["search"].content[0].text
+    assert seen["get"].structured_content["content"] == memory.content
+    assert memory.stale_at is not None
+    assert memory.stale_ref == "flagged"
+    assert MemoryEvent.objects.get(memory=memory, action="stale").reason == (
+        "The replica was retired."
+    )
+    run_row = Run.objects.get(pk=seen["run_id"])
+    assert run_row.status == "succeeded"
+    assert list(run_row.given.values_list("memory_id", flat=True)) == [memory.pk]
+    assert memory.confidence > 0.5  # the outcome moved it
+    assert seen["outcome"].structured_content["memories"][0]["confidence"] == memory.confidence
+
+
+@pytest.mark.parametrize("transport", SESSIONS)
+def test_another_projects_memories_do_not_exist_for_a_key(transport, live_server, alpha, beta):
+    _, key = alpha
+    other, _ = beta
+    secret = MemoryFactory(project=other, content="Beta's deploy password rotates on Fridays.")
+    other_run = RunFactory(project=other)
+    before = Memory.objects.get(pk=secret.pk)
+    session = SESSIONS[transport]
+
+    async def scenario() -> dict[str, Any]:
+        async with session(live_server.url, key) as client:
+            return {
+                "get": await client.call_tool("get_memory", {"memory_id": secret.pk}),
+                "flag": await client.call_tool(
+                    "flag_memory", {"memory_id": secret.pk, "reason": "x"}
+                ),
+                "search": await client.call_tool("search_memories", {"query": "deploy password"}),
+                "recall": await client.call_tool(
+                    "recall", {"intent": "deploy password rotates Fridays", "budget": 4000}
+                ),
+                "recall_run": await client.call_tool(
+                    "recall", {"intent": "deploy", "run_id": other_run.pk}
+                ),
+                "outcome": await client.call_tool(
+                    "report_outcome", {"run_id": other_run.pk, "outcome": "failed"}
+                ),
+                "supersede": await client.call_tool(
+                    "remember",
+                    {
+                        "type": "context",
+                        "content": "Passwords never rotate.",
+                        "supersedes": [secret.pk],
+                    },
+                ),
+            }
+
+    seen = run(scenario)
+
+    for name in ("get", "flag", "recall_run", "outcome", "supersede"):
+        assert seen[name].is_error, name
+        assert "Traceback" not in seen[name].content[0].text
+    assert "No memory" in seen["get"].content[0].text
+    assert not seen["search"].is_error
+    assert seen["search"].structured_content["memories"] == []
+    assert seen["recall"].structured_content["ids"] == []
+    assert "Beta" not in seen["recall"].content[0].text
+    after = Memory.objects.get(pk=secret.pk)
+    assert (after.stale_at, after.active, after.superseded_by_id, after.confidence) == (
+        before.stale_at,
+        before.active,
+        before.superseded_by_id,
+        before.confidence,
+    )
+    assert Run.objects.get(pk=other_run.pk).status == "running"
+    assert not Memory.objects.filter(content="Passwords never rotate.").exists()
+
+
+@pytest.mark.parametrize("transport", SESSIONS)
+def test_a_tool_error_carries_the_apis_message(transport, live_server, alpha):
+    _, key = alpha
+    session = SESSIONS[transport]
+
+    async def scenario() -> Any:
+        async with session(live_server.url, key) as client:
+            return await client.call_tool("remember", {"type": "warning", "content": "   "})
+
+    result = run(scenario)
+
+    assert result.is_error
+    text = result.content[0].text
+    assert "content: Must contain a visible character." in text  # what to fix, in the API's words
+    assert "Traceback" not in text
+    assert "File " not in text
+    assert Memory.objects.count() == 0
+
+
+def test_a_missing_or_revoked_key_is_refused_over_http(live_server, alpha):
+    project, key = alpha
+    assert httpx.post(f"{live_server.url}/mcp", json={}).status_code == 401
+    assert (
+        httpx.post(
+            f"{live_server.url}/mcp", json={}, headers={"Authorization": "Bearer nope"}
+        ).status_code
+        == 401
+    )
+
+    async def scenario() -> None:
+        async with over_http(live_server.url, key) as client:
+            await client.list_tools()
+
+    run(scenario)  # the key works
+    services.api_key_revoke(api_key=project.api_keys.get())
+
+    refused = httpx.post(
+        f"{live_server.url}/mcp", json={}, headers={"Authorization": f"Bearer {key}"}
+    )
+    assert refused.status_code == 401
+    assert refused.json()["error"]["message"] == "Unknown or revoked API key."
+    assert refused.headers["WWW-Authenticate"].startswith("Bearer")
+    with pytest.raises(Exception, match="unhandled errors"):  # the SDK's client gives up
+        run(scenario)
+
+
+def test_a_revoked_key_gets_the_apis_message_over_stdio(live_server, alpha):
+    project, key = alpha
+    services.api_key_revoke(api_key=project.api_keys.get())
+
+    async def scenario() -> Any:
+        async with over_stdio(live_server.url, key) as client:
+            return await client.call_tool("search_memories", {})
+
+    result = run(scenario)
+    assert result.is_error
+    assert "Unknown or revoked API key" in result.content[0].text
+
+
+def test_tool_calls_are_in_the_metrics_by_name_with_latency(live_server, alpha, settings):
+    _, key = alpha
+    settings.METRICS_TOKEN = "scrape-" + "x" * 30
+
+    async def scenario() -> None:
+        async with over_http(live_server.url, key) as client:
+            await client.call_tool("recall", {"intent": "anything"})
+            await client.call_tool("get_memory", {"memory_id": 999_999})
+
+    run(scenario)
+    metrics = httpx.get(
+        f"{live_server.url}/metrics",
+        headers={"Authorization": f"Bearer {settings.METRICS_TOKEN}"},
+    ).text
+    assert 'mcp_tool_calls_total{outcome="ok",tool="recall"}' in metrics
+    assert 'mcp_tool_calls_total{outcome="error",tool="get_memory"}' in metrics
+    assert 'mcp_tool_duration_seconds_count{tool="recall"}' in metrics
