@@ -11,6 +11,7 @@ the same key (``mcp_http.transport``): another project's memories do not exist f
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from contextvars import ContextVar
 from functools import cache
 from typing import Any
@@ -77,7 +78,7 @@ async def _exchange(
             return {"type": "http.request", "body": body, "more_body": False}
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
             started["status"] = message["status"]
             started["headers"] = message.get("headers", [])
