@@ -56,6 +56,10 @@ def when_ready(server: object) -> None:
     from memories import embeddings
 
     embeddings.warm()
+    # The MCP server (the SDK and its models) too: loaded here, it is frozen with the rest.
+    from mcp_http.views import server as mcp_server
+
+    mcp_server()
 
 
 def child_exit(server: object, worker: object) -> None:

@@ -2,18 +2,32 @@
 
 The MCP tools are REST calls (memory_layer_client.tools), so on the server they call the
 service itself, through the whole stack an agent's request goes through (authentication
-with the caller's key, throttles, validation, idempotency) but with no socket. The request
-runs on the thread of the ``/mcp`` request (asgiref's thread-sensitive executor), with its
-database connection.
+with the caller's key, throttles, validation, idempotency) but with no socket.
+
+The calls run on one long-lived thread of the process (with its own persistent database
+connection), not on the ``/mcp`` request's: there they would run under two request stacks
+and the SDK's, deep enough that CPython 3.11 maps and unmaps a frame-stack chunk on many
+calls of the assembly's inner loops (a page fault each: the assembly took 50 % longer).
+
+An API response is closed only once the ``/mcp`` answer has been sent (``after``): closing
+it does the bookkeeping the API defers until its caller has the answer (a context's uses
+and the run's given memories, api.responses), which must not delay the agent here either.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
 import httpx2 as httpx
-from asgiref.sync import sync_to_async
 from django.core.handlers.wsgi import WSGIHandler
+
+# Threads answering the tools' API calls: gunicorn's sync workers answer one request at a
+# time; runserver's threads may ask together.
+THREADS = 4
 
 
 @cache
@@ -21,23 +35,34 @@ def _django() -> WSGIHandler:
     return WSGIHandler()
 
 
-def _call(request: httpx.Request, remote_addr: str) -> tuple[int, list[tuple[str, str]], bytes]:
+@cache
+def _threads() -> ThreadPoolExecutor:
+    # Made on first use, in the process that answers (never before gunicorn forks).
+    return ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="mcp-api")
+
+
+def _call(
+    request: httpx.Request, remote_addr: str
+) -> tuple[int, list[tuple[str, str]], bytes, Callable[[], None]]:
     transport = httpx.WSGITransport(app=_django(), remote_addr=remote_addr)
     response = transport.handle_request(request)
-    try:
-        return response.status_code, response.headers.multi_items(), response.read()
-    finally:
-        response.close()
+    content = response.read()
+    return response.status_code, response.headers.multi_items(), content, response.close
 
 
 class InProcessTransport(httpx.AsyncBaseTransport):
     def __init__(self, remote_addr: str) -> None:
         self.remote_addr = remote_addr
+        # The API responses to close once the /mcp answer is sent, in order.
+        self.after: list[Callable[[], None]] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
         sync_request = httpx.Request(
             request.method, request.url, headers=request.headers, content=body
         )
-        status, headers, content = await sync_to_async(_call)(sync_request, self.remote_addr)
+        status, headers, content, close = await asyncio.get_running_loop().run_in_executor(
+            _threads(), functools.partial(_call, sync_request, self.remote_addr)
+        )
+        self.after.append(close)
         return httpx.Response(status, headers=headers, content=content)

@@ -27,6 +27,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from api.auth import ApiKeyAuthentication, api_key_of
+from api.responses import ThenJSONResponse
 from mcp_http import metrics
 from mcp_http.transport import InProcessTransport
 from ops import requestid
@@ -113,17 +114,25 @@ class McpEndpoint(APIView):
         assert api_key is not None  # IsAuthenticated with key authentication only
         raw = request._request
         request_id = getattr(raw, "request_id", requestid.NONE)
+        transport = InProcessTransport(raw.META.get("REMOTE_ADDR", "127.0.0.1"))
         client = AsyncMemoryLayerClient(
             f"{raw.scheme}://{raw.get_host()}",
             raw.headers["Authorization"].split(None, 1)[1],
             project=api_key.project.slug,
             retries=0,
             headers={requestid.HEADER: request_id},
-            transport=InProcessTransport(raw.META.get("REMOTE_ADDR", "127.0.0.1")),
+            transport=transport,
         )
-        status, headers, body = async_to_sync(_exchange)(_scope(request), raw.body, client)
+        try:
+            status, headers, body = async_to_sync(_exchange)(_scope(request), raw.body, client)
+        except BaseException:
+            for close in transport.after:  # the API calls made so far end now
+                close()
+            raise
         requestid.current.set(request_id)  # the tools' API calls ended requests of their own
-        response = HttpResponse(body, status=status)
+        # The API calls' own after-work runs once this answer is sent (mcp_http.transport).
+        response = ThenJSONResponse(body, then=transport.after)
+        response.status_code = status
         for name, value in headers:
             if name.lower() not in (b"content-length",):
                 response.headers[name.decode("latin-1")] = value.decode("latin-1")

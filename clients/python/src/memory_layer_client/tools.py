@@ -144,10 +144,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
             "ids": ids,
             "items": context["items"],
             "dropped": context["dropped"],
-            "promptHash": meta.get("promptHash"),
-            "totalTokens": meta.get("totalTokens"),
-            "coherence": meta.get("coherence"),
-            "warnings": meta.get("warnings", []),
+            "metadata": meta,
             "runId": run_id,
         }
         return _result("\n".join(lines), structured)
