@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
 import httpx2 as httpx
 from django.core.handlers.wsgi import WSGIHandler
+from django.db import connections
 
 # Threads answering the tools' API calls: gunicorn's sync workers answer one request at a
 # time; runserver's threads may ask together.
@@ -39,6 +41,22 @@ def _django() -> WSGIHandler:
 def _threads() -> ThreadPoolExecutor:
     # Made on first use, in the process that answers (never before gunicorn forks).
     return ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="mcp-api")
+
+
+def stop_threads() -> None:
+    """End the threads, closing their database connections (tests; a process's exit)."""
+    if _threads.cache_info().currsize:
+        executor = _threads()
+        _threads.cache_clear()
+        barrier = threading.Barrier(THREADS)
+        for _ in range(THREADS):
+            executor.submit(_close_connections, barrier)
+        executor.shutdown(wait=True)
+
+
+def _close_connections(barrier: threading.Barrier) -> None:
+    connections.close_all()
+    barrier.wait(timeout=5)  # one task on each thread
 
 
 def _call(
