@@ -1,6 +1,6 @@
 """Who sees which project. An API key sees only its own project; anything else answers 404,
-exactly as for a project that does not exist. Signed-in users with the view permission see
-every project."""
+exactly as for a project that does not exist. A signed-in person sees the projects where
+they have a role (memories.roles) and writes only where they are a reviewer."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 
 from api.auth import api_key_of
-from memories.models import Memory, Project, Scope
+from memories import roles
+from memories.models import Memory, Project, Role, Scope
 from memories.text import is_whole_number
 
 PROJECT_NOT_FOUND = "No project {ref!r} here (or your key belongs to another project)."
@@ -20,9 +21,7 @@ def projects_for(request: Request) -> QuerySet[Project]:
     api_key = api_key_of(request)
     if api_key is not None:
         return projects.filter(pk=api_key.project_id)
-    if request.user.has_perm("memories.view_memory"):
-        return projects
-    return projects.none()
+    return projects.filter(pk__in=roles.projects_for(request.user).values("pk"))
 
 
 def project_or_404(request: Request, ref: str) -> Project:
@@ -69,7 +68,16 @@ def global_memory_or_404(memory_id: int) -> Memory:
     return memory
 
 
-def require_perm(request: Request, perm: str, action: str) -> None:
-    """Signed-in people need the model permission for a write; keys write their own project."""
-    if api_key_of(request) is None and not request.user.has_perm(perm):
-        raise PermissionDenied(f"You need the '{perm}' permission to {action}.")
+def require_reviewer(request: Request, project: Project, action: str) -> None:
+    """Signed-in people write to a project as its reviewers; keys write their own project."""
+    if api_key_of(request) is None and not roles.may(request.user, project.pk, Role.REVIEWER):
+        raise PermissionDenied(
+            f"You need the reviewer role in project {project.slug!r} to {action};"
+            " a viewer only reads."
+        )
+
+
+def require_global_reader(request: Request) -> None:
+    """Global memories are read by any key, and by people with a role somewhere."""
+    if api_key_of(request) is None and roles.role_in(request.user, None) is None:
+        raise NotFound("No global memories here: you have no role in any project.")

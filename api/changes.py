@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api import serializers as s
-from api.access import project_or_404, require_perm
+from api.access import project_or_404, require_reviewer
 from api.auth import actor_for
 from api.common import PROJECT_PARAM, WRITE_ERRORS, errors, valid
 from policies.staleness import memories_mark_changed
@@ -28,7 +28,7 @@ class ProjectChanges(APIView):
     )
     def post(self, request: Request, project: str) -> Response:
         target = project_or_404(request, project)
-        require_perm(request, "memories.change_memory", "report code changes")
+        require_reviewer(request, target, "report code changes")
         data = valid(s.ChangesIn, request.data)
         result = memories_mark_changed(
             project=target, paths=data["paths"], ref=data["ref"], actor=actor_for(request)

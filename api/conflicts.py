@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api import serializers as s
-from api.access import project_memory_or_404, project_or_404, require_perm
+from api.access import project_memory_or_404, project_or_404, require_reviewer
 from api.auth import actor_for
 from api.common import MEMORY_PARAM, PROJECT_PARAM, WRITE_ERRORS, errors, valid
 from api.pagination import NamedCursorPagination
@@ -103,7 +103,7 @@ class ConflictResolve(APIView):
     def post(self, request: Request, project: str, conflict_id: int) -> Response:
         target = project_or_404(request, project)
         pair = _pair_or_404(target, conflict_id)
-        require_perm(request, "memories.change_memory", "resolve conflicts")
+        require_reviewer(request, target, "resolve conflicts")
         data = valid(s.ResolveIn, request.data)
         if data["action"] in ("keep", "reject") and data["memoryId"] is None:
             raise ValidationError({"memoryId": [f"Name the memory to {data['action']}."]})
@@ -137,7 +137,7 @@ class MemorySupersede(APIView):
     def post(self, request: Request, project: str, memory_id: int) -> Response:
         target = project_or_404(request, project)
         memory = project_memory_or_404(target, memory_id)
-        require_perm(request, "memories.change_memory", "supersede memories")
+        require_reviewer(request, target, "supersede memories")
         data = valid(s.SupersedeIn, request.data)
         by = (
             Memory.objects.filter(Q(project=target) | Q(project__isnull=True), pk=data["by"])

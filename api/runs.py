@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api import serializers as s
-from api.access import project_or_404, require_perm
+from api.access import project_or_404, require_reviewer
 from api.auth import actor_for
 from api.common import PROJECT_PARAM, RUN_PARAM, WRITE_ERRORS, created_response, errors, valid
 from memories import services
@@ -30,7 +30,7 @@ class RunCreate(APIView):
     )
     def post(self, request: Request, project: str) -> Response:
         target = project_or_404(request, project)
-        require_perm(request, "memories.add_run", "start runs")
+        require_reviewer(request, target, "start runs")
         data = valid(s.RunCreateIn, request.data)
         run, created = services.run_start(
             project=target,
@@ -79,8 +79,9 @@ class RunOutcome(APIView):
         summary="Report a run's outcome: moves the confidence of what it was given",
     )
     def post(self, request: Request, project: str, run_id: int) -> Response:
-        run = _run_or_404(project_or_404(request, project), run_id)
-        require_perm(request, "memories.change_run", "report outcomes")
+        target = project_or_404(request, project)
+        run = _run_or_404(target, run_id)
+        require_reviewer(request, target, "report outcomes")
         data = valid(s.OutcomeIn, request.data)
         result = services.run_record_outcome(
             run=run, outcome=data["outcome"], actor=actor_for(request)

@@ -29,7 +29,8 @@ from api.access import (
     project_memory_or_404,
     project_or_404,
     projects_for,
-    require_perm,
+    require_global_reader,
+    require_reviewer,
 )
 from api.auth import actor_for, api_key_of
 from api.common import (
@@ -122,7 +123,7 @@ class MemoryListCreate(generics.GenericAPIView):
     )
     def post(self, request: Request, project: str) -> Response:
         target = project_or_404(request, project)
-        require_perm(request, "memories.add_memory", "add memories")
+        require_reviewer(request, target, "add memories")
         return idempotent(request, target, lambda: self._create(request, target))
 
     def _create(self, request: Request, project: Project) -> Response:
@@ -194,7 +195,7 @@ class MemoryDetail(APIView):
     def patch(self, request: Request, project: str, memory_id: int) -> Response:
         target = project_or_404(request, project)
         memory = project_memory_or_404(target, memory_id)
-        require_perm(request, "memories.change_memory", "change memories")
+        require_reviewer(request, target, "change memories")
         data = valid(s.MemoryUpdateIn, request.data)
         names = {"relevanceScore": "relevance_score", "expiresAt": "expires_at"}
         changes = {names.get(k, k): v for k, v in data.items() if k != "reason"}
@@ -214,7 +215,7 @@ class MemoryDetail(APIView):
     def delete(self, request: Request, project: str, memory_id: int) -> Response:
         target = project_or_404(request, project)
         memory = project_memory_or_404(target, memory_id)
-        require_perm(request, "memories.delete_memory", "delete memories")
+        require_reviewer(request, target, "delete memories")
         services.memories_delete(memory_ids=[memory.pk], actor=actor_for(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -276,7 +277,7 @@ class MemoryRestore(APIView):
     def post(self, request: Request, project: str, memory_id: int) -> Response:
         target = project_or_404(request, project)
         memory = project_memory_or_404(target, memory_id)
-        require_perm(request, "memories.change_memory", "restore memories")
+        require_reviewer(request, target, "restore memories")
         if memory.archived_at is None:
             raise ConflictError("This memory is not archived: there is nothing to restore.")
         services.memories_restore(memory_ids=[memory.pk], actor=actor_for(request))
@@ -293,7 +294,7 @@ class MemoryRestoreContent(APIView):
     def post(self, request: Request, project: str, memory_id: int) -> Response:
         target = project_or_404(request, project)
         memory = project_memory_or_404(target, memory_id)
-        require_perm(request, "memories.change_memory", "restore memories")
+        require_reviewer(request, target, "restore memories")
         result = services.memories_restore_content(memory_ids=[memory.pk], actor=actor_for(request))
         if not result.changed:
             raise ConflictError("This memory has no compressed content to restore.")
@@ -338,6 +339,7 @@ class GlobalMemories(generics.GenericAPIView):
         summary="Global memories (active ones by default; `active=false` for proposals)",
     )
     def get(self, request: Request) -> Response:
+        require_global_reader(request)
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         assert page is not None
         return self.get_paginated_response([s.memory_out(memory) for memory in page])
@@ -348,6 +350,7 @@ class GlobalMemories(generics.GenericAPIView):
         summary="Propose a global memory (inactive until a reviewer approves it)",
     )
     def post(self, request: Request) -> Response:
+        require_global_reader(request)
         data = valid(s.GlobalMemoryCreateIn, request.data)
         _check_source(request, data["source"])
         memory = services.memory_create(
@@ -366,6 +369,7 @@ class GlobalMemories(generics.GenericAPIView):
 class GlobalMemoryDetail(APIView):
     @extend_schema(parameters=[MEMORY_PARAM], responses={200: s.MemoryOut, **errors()})
     def get(self, request: Request, memory_id: int) -> Response:
+        require_global_reader(request)
         return Response(s.memory_out(global_memory_or_404(memory_id)))
 
 
@@ -377,6 +381,7 @@ class GlobalMemoryApprove(APIView):
         summary="Approve a global memory (reviewers only): it becomes active",
     )
     def patch(self, request: Request, memory_id: int) -> Response:
+        require_global_reader(request)
         memory = global_memory_or_404(memory_id)
         services.memory_approve(memory=memory, actor=actor_for(request))
         return Response(s.memory_out(global_memory_or_404(memory_id)))
@@ -390,6 +395,7 @@ class GlobalMemoryReject(APIView):
         summary="Reject a global memory (reviewers only)",
     )
     def patch(self, request: Request, memory_id: int) -> Response:
+        require_global_reader(request)
         memory = global_memory_or_404(memory_id)
         data = valid(s.RejectIn, request.data or {})
         services.memory_reject(memory=memory, actor=actor_for(request), reason=data["reason"])

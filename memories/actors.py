@@ -37,8 +37,12 @@ class Actor:
     def is_human(self) -> bool:
         return self.user is not None
 
-    def can_review(self) -> bool:
-        return self.user is not None and self.user.has_perm("memories.review_memory")
+    def can_review(self, project_id: int | None) -> bool:
+        """Whether the actor is a reviewer of the project (None: of global memories)."""
+        from memories import roles
+        from memories.models import Role
+
+        return self.user is not None and roles.may(self.user, project_id, Role.REVIEWER)
 
     def event_fields(self) -> dict[str, object]:
         """The actor columns of a MemoryEvent."""

@@ -10,27 +10,90 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Func, QuerySet, TextField, Value
+from django.db.models import Func, Q, QuerySet, TextField, Value
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from memories import services
+from memories import roles, services
 from memories.actors import Actor
 from memories.models import (
     ApiKey,
+    Membership,
     Memory,
     MemoryEvent,
     MemoryPair,
     MemoryPolicy,
     MemoryType,
     Project,
+    Role,
     Run,
     RunMemory,
+    Scope,
 )
 
 EXPIRY_EXTENSION_DAYS = 30
+
+
+class ByProjectRole(admin.ModelAdmin):
+    """The admin of a project's things honours the project roles (memories.roles): a person
+    sees the rows of the projects where they have a role, and changes them only with
+    ``change_role`` there (global rows: as a global reviewer). Superusers see everything."""
+
+    project_field = "project"
+    change_role = Role.REVIEWER
+
+    def _project_id(self, obj: Any) -> int | None:
+        if isinstance(obj, Memory) and obj.scope == Scope.GLOBAL:
+            return None
+        value = obj.pk if self.project_field == "pk" else getattr(obj, f"{self.project_field}_id")
+        return int(value) if value is not None else None
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        visible = roles.projects_for(request.user).values("pk")
+        seen = Q(**{f"{self.project_field}__in": visible})
+        if self.project_field != "pk" and roles.role_in(request.user, None) is not None:
+            seen |= Q(**{f"{self.project_field}__isnull": True})
+        return queryset.filter(seen)
+
+    def _may(self, request: HttpRequest, obj: Any, role: Role) -> bool:
+        return obj is None or roles.may(request.user, self._project_id(obj), role)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_view_permission(request, obj) and self._may(request, obj, Role.VIEWER)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        allowed = super().has_change_permission(request, obj)
+        return allowed and self._may(request, obj, self.change_role)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        allowed = super().has_delete_permission(request, obj)
+        return allowed and self._may(request, obj, self.change_role)
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        # New rows go only to projects where the person holds the role to change them.
+        if db_field.name == "project" and not request.user.is_superuser:
+            kwargs["queryset"] = roles.projects_for(request.user, self.change_role)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+def _require_role(request: HttpRequest, owners: Any, role: Role) -> None:
+    """A bulk action acts only where the person holds ``role`` for every selected row's
+    project (None: global memories)."""
+    for owner in set(owners):
+        if not roles.may(request.user, owner, role):
+            raise PermissionDenied(
+                f"You need the {role} role in every selected row's project to do that."
+            )
+
+
+def _memory_owners(queryset: QuerySet[Memory]) -> list[int | None]:
+    rows = queryset.values_list("project_id", "scope")
+    return [None if scope == Scope.GLOBAL else project_id for project_id, scope in rows]
 
 
 class MemoryPolicyInline(admin.StackedInline):
@@ -40,12 +103,31 @@ class MemoryPolicyInline(admin.StackedInline):
     max_num = 1
 
 
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 1
+    autocomplete_fields = ["user"]
+
+
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(ByProjectRole):
+    """A project's maintainers change its policy, keys and members."""
+
+    project_field = "pk"
+    change_role = Role.MAINTAINER
     list_display = ["name", "slug", "created_at"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
-    inlines = [MemoryPolicyInline]
+    inlines = [MemoryPolicyInline, MembershipInline]
+
+
+@admin.register(Membership)
+class MembershipAdmin(ByProjectRole):
+    change_role = Role.MAINTAINER
+    list_display = ["project", "user", "role", "created_at"]
+    list_filter = ["role", "project"]
+    search_fields = ["user__username", "project__slug"]
+    autocomplete_fields = ["user", "project"]
 
 
 class ExpiringSoonFilter(admin.SimpleListFilter):
@@ -100,6 +182,7 @@ def _bulk_action(
     def action(modeladmin: MemoryAdmin, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
         ids = list(queryset.values_list("id", flat=True))
         try:
+            _require_role(request, _memory_owners(queryset), Role.REVIEWER)
             result = apply(ids, Actor.for_user(request.user))
         except (PermissionDenied, ValidationError) as error:
             modeladmin.message_user(request, _error_text(error), messages.ERROR)
@@ -122,7 +205,7 @@ def _error_text(error: Exception) -> str:
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(ByProjectRole):
     list_display = [
         "id",
         "short_content",
@@ -385,7 +468,7 @@ class RunMemoryInline(admin.TabularInline):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(ByProjectRole):
     list_display = ["external_id", "project", "task_title", "status", "started_at", "finished_at"]
     list_filter = ["project", "status"]
     search_fields = ["external_id", "task_title"]
@@ -408,7 +491,7 @@ class RunAdmin(admin.ModelAdmin):
 
 
 @admin.register(MemoryEvent)
-class MemoryEventAdmin(admin.ModelAdmin):
+class MemoryEventAdmin(ByProjectRole):
     list_display = ["created_at", "memory_id", "project", "action", "actor_label", "reason"]
     list_filter = ["action", "project"]
     search_fields = ["reason", "actor_label"]
@@ -432,7 +515,9 @@ class ApiKeyForm(forms.ModelForm):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(ByProjectRole):
+    change_role = Role.MAINTAINER
+
     list_display = ["name", "project", "prefix", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["project"]
     search_fields = ["name", "prefix"]
@@ -468,6 +553,11 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        try:
+            _require_role(request, queryset.values_list("project_id", flat=True), Role.MAINTAINER)
+        except PermissionDenied as error:
+            self.message_user(request, str(error), messages.ERROR)
+            return
         for api_key in queryset:
             services.api_key_revoke(api_key=api_key)
         self.message_user(request, f"Revoked {queryset.count()} keys.", messages.SUCCESS)
@@ -480,10 +570,10 @@ def _pair_action(description: str, action: str) -> Callable[..., None]:
         modeladmin: MemoryPairAdmin, request: HttpRequest, queryset: QuerySet[MemoryPair]
     ) -> None:
         actor = Actor.for_user(request.user)
-        if not actor.can_review():
-            modeladmin.message_user(
-                request, "Deciding pairs needs the reviewer permission.", messages.ERROR
-            )
+        try:
+            _require_role(request, queryset.values_list("project_id", flat=True), Role.REVIEWER)
+        except PermissionDenied as error:
+            modeladmin.message_user(request, str(error), messages.ERROR)
             return
         done, failed = services.pairs_resolve(
             pair_ids=list(queryset.values_list("id", flat=True)), action=action, actor=actor
@@ -497,7 +587,7 @@ def _pair_action(description: str, action: str) -> Callable[..., None]:
 
 
 @admin.register(MemoryPair)
-class MemoryPairAdmin(admin.ModelAdmin):
+class MemoryPairAdmin(ByProjectRole):
     """Pairs found to repeat or possibly contradict each other; decided through actions (the
     review pages show them side by side)."""
 

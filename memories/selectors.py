@@ -213,14 +213,17 @@ class ProjectCounts:
     archived: int
 
 
-def projects_overview(*, now: datetime | None = None) -> list[ProjectCounts]:
-    """Every project with its memory counts for the dashboard, in two queries (the projects,
-    and one pass over the memories grouped by project)."""
+def projects_overview(
+    *, now: datetime | None = None, within: QuerySet[Project] | None = None
+) -> list[ProjectCounts]:
+    """Every project (of ``within``) with its memory counts for the dashboard, in two queries
+    (the projects, and one pass over their memories grouped by project)."""
     now = now or timezone.now()
+    projects = (within if within is not None else Project.objects.all()).order_by("name")
     # Annotations named apart from the fields they count (``active`` is a column).
     counts = {
         row["project_id"]: row
-        for row in Memory.objects.filter(project__isnull=False)
+        for row in Memory.objects.filter(project__in=projects.values("pk"))
         .values("project_id")
         .annotate(
             n_active=Count("id", filter=Q(active=True)),
@@ -241,7 +244,7 @@ def projects_overview(*, now: datetime | None = None) -> list[ProjectCounts]:
     }
     names = ("active", "needs_review", "stale", "expiring", "low_confidence", "archived")
     overview = []
-    for project in Project.objects.order_by("name"):
+    for project in projects:
         row = counts.get(project.pk, {})
         overview.append(ProjectCounts(project, **{name: row.get(f"n_{name}", 0) for name in names}))
     return overview
@@ -258,13 +261,21 @@ REVIEW_ORDERS = {"newest": ("-created_at", "-id"), "least-confident": ("confiden
 
 
 def memories_for_review(
-    *, project: Project | None = None, order: str = "newest"
+    *,
+    project: Project | None = None,
+    order: str = "newest",
+    within: QuerySet[Project] | None = None,
+    with_global: bool = True,
 ) -> QuerySet[Memory]:
     """The review queue of a project, or of every project (global memories included):
-    newest or least confident first."""
+    newest or least confident first. ``within`` and ``with_global`` narrow the queue of every
+    project to what a person may see."""
     queryset = Memory.objects.filter(NEEDS_REVIEW)
     if project is not None:
         queryset = queryset.filter(project=project)
+    elif within is not None:
+        seen = Q(project__in=within)
+        queryset = queryset.filter(seen | Q(project__isnull=True) if with_global else seen)
     return memory_rows(queryset).order_by(*REVIEW_ORDERS.get(order, REVIEW_ORDERS["newest"]))
 
 

@@ -17,8 +17,8 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Page, Paginator
-from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.db.models import Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -27,9 +27,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from assembly.services import ContextRequest, context_assemble
-from memories import selectors, services
+from memories import roles, selectors, services
 from memories.actors import Actor
-from memories.models import Memory, MemoryPair, Project
+from memories.models import Memory, MemoryPair, Project, Role, Scope
 from memories.text import is_whole_number
 from policies.models import JobState
 from review.forms import MemoryEditForm, MemoryListFilter, PreviewForm
@@ -47,14 +47,48 @@ HISTORY_SHOWN = 200
 ROWS = "review/rows.html"
 
 
-def _is_reviewer(request: HtmxHttpRequest) -> bool:
-    return request.user.has_perm("memories.review_memory")
+# --- who may see and do what (memories.roles) ---------------------------------------------------
 
 
-def _reviewer(request: HtmxHttpRequest) -> Actor:
-    """The signed-in reviewer, or a 403 for a reader."""
-    if not _is_reviewer(request):
-        raise PermissionDenied("Only reviewers may change memories; you can read them.")
+def _owner(memory: Memory) -> int | None:
+    """The project whose roles govern a memory: None for a global memory."""
+    return None if memory.scope == Scope.GLOBAL else memory.project_id
+
+
+def _may_see(request: HtmxHttpRequest, project_id: int | None) -> None:
+    """A 404, exactly as for what does not exist, unless the person has a role there."""
+    if not roles.may(request.user, project_id, Role.VIEWER):
+        raise Http404("Nothing here, or nothing you have a role in.")
+
+
+def _project(request: HtmxHttpRequest, slug: str, queryset: Any = None) -> Project:
+    project: Project = get_object_or_404(
+        queryset if queryset is not None else Project.objects.all(), slug=slug
+    )
+    _may_see(request, project.pk)
+    return project
+
+
+def _is_reviewer(request: HtmxHttpRequest, project_id: int | None) -> bool:
+    return roles.may(request.user, project_id, Role.REVIEWER)
+
+
+def _reviews_all_it_sees(request: HtmxHttpRequest) -> bool:
+    """Whether the person reviews every project (and the global memories) they can see:
+    then a page of every project offers its actions; otherwise a project's own page does."""
+    seen = set(roles.projects_for(request.user).values_list("pk", flat=True))
+    reviewed = set(roles.projects_for(request.user, Role.REVIEWER).values_list("pk", flat=True))
+    globals_ok = roles.role_in(request.user, None) in (None, Role.REVIEWER)
+    return seen <= reviewed and globals_ok
+
+
+def _reviewer(request: HtmxHttpRequest, project_ids: Iterable[int | None]) -> Actor:
+    """The signed-in reviewer of every one of these projects, or a 404 (no role) or 403 (a
+    viewer)."""
+    for project_id in set(project_ids):
+        _may_see(request, project_id)
+        if not _is_reviewer(request, project_id):
+            raise PermissionDenied("Only the project's reviewers may change its memories.")
     return Actor.for_user(request.user)
 
 
@@ -85,7 +119,9 @@ def _back(request: HtmxHttpRequest, fallback: str) -> str:
 @require_GET
 @login_required
 def dashboard(request: HtmxHttpRequest) -> HttpResponse:
-    overview = selectors.projects_overview()
+    visible = roles.projects_for(request.user)
+    sees_global = roles.role_in(request.user, None) is not None
+    overview = selectors.projects_overview(within=visible)
     return render(
         request,
         "review/dashboard.html",
@@ -93,8 +129,11 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
             "overview": overview,
             "global_waiting": selectors.memories_for_review(project=None)
             .filter(project__isnull=True)
-            .count(),
-            "jobs": JobState.objects.all(),
+            .count()
+            if sees_global
+            else 0,
+            "jobs": JobState.objects.all() if sees_global else JobState.objects.none(),
+            "has_role": sees_global,
         },
     )
 
@@ -102,11 +141,17 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 @login_required
 def queue(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse:
-    project = get_object_or_404(Project, slug=slug) if slug else None
+    project = _project(request, slug) if slug else None
     order = request.GET.get("order", "newest")
     if order not in selectors.REVIEW_ORDERS:
         order = "newest"
-    page = _page(request, selectors.memories_for_review(project=project, order=order))
+    waiting = selectors.memories_for_review(
+        project=project,
+        order=order,
+        within=roles.projects_for(request.user),
+        with_global=roles.role_in(request.user, None) is not None,
+    )
+    page = _page(request, waiting)
     _flag(page.object_list)
     return render(
         request,
@@ -117,7 +162,9 @@ def queue(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse:
             "order": order,
             "orders": [("newest", "Newest first"), ("least-confident", "Least confident first")],
             "view": "queue",
-            "is_reviewer": _is_reviewer(request),
+            "is_reviewer": _is_reviewer(request, project.pk)
+            if project
+            else _reviews_all_it_sees(request),
         },
     )
 
@@ -125,7 +172,7 @@ def queue(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse:
 @require_GET
 @login_required
 def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    project = get_object_or_404(Project, slug=slug)
+    project = _project(request, slug)
     filters = MemoryListFilter(
         request.GET or None, queryset=selectors.memory_rows(project.memories.all())
     )
@@ -143,7 +190,7 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             "page": page,
             "query": query.urlencode(),
             "view": "list",
-            "is_reviewer": _is_reviewer(request),
+            "is_reviewer": _is_reviewer(request, project.pk),
         },
     )
 
@@ -157,6 +204,7 @@ def memory_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         ),
         pk=pk,
     )
+    _may_see(request, _owner(memory))
     history = list(selectors.memory_history(memory_id=memory.pk)[:HISTORY_SHOWN])
     points = selectors.confidence_over_time(memory=memory, history=history)
     return render(
@@ -168,7 +216,7 @@ def memory_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "given": selectors.memory_runs(memory_id=memory.pk),
             "chart": _chart(points),
             "points": points,
-            "is_reviewer": _is_reviewer(request),
+            "is_reviewer": _is_reviewer(request, _owner(memory)),
             "view": "detail",
         },
     )
@@ -179,7 +227,7 @@ def memory_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def preview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """Exactly what an agent would receive for a task: the same service as the API's, with
     nothing recorded."""
-    project = get_object_or_404(Project.objects.select_related("policy"), slug=slug)
+    project = _project(request, slug, Project.objects.select_related("policy"))
     form = PreviewForm(request.GET if "token_budget" in request.GET else None)
     result = None
     memories: dict[int, Memory] = {}
@@ -219,7 +267,7 @@ def preview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 @require_GET
 @login_required
 def runs(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    project = get_object_or_404(Project, slug=slug)
+    project = _project(request, slug)
     page = _page(request, selectors.runs_recent(project=project), RUNS_PAGE_SIZE)
     return render(request, "review/runs.html", {"project": project, "page": page})
 
@@ -237,8 +285,8 @@ ACTIONS: dict[str, tuple[Callable[..., services.ChangeResult], dict[str, Any], s
 @require_POST
 @login_required
 def memory_action(request: HtmxHttpRequest, pk: int, action: str) -> HttpResponse:
-    actor = _reviewer(request)
-    memory = get_object_or_404(Memory.objects.only("id", "content"), pk=pk)
+    memory = get_object_or_404(Memory.objects.only("id", "content", "project", "scope"), pk=pk)
+    actor = _reviewer(request, [_owner(memory)])
     service, options, done = ACTIONS[action]
     result = service(memory_ids=[memory.pk], actor=actor, **options)
     if result.changed:
@@ -251,12 +299,14 @@ def memory_action(request: HtmxHttpRequest, pk: int, action: str) -> HttpRespons
 @require_POST
 @login_required
 def memory_bulk(request: HtmxHttpRequest) -> HttpResponse:
-    actor = _reviewer(request)
     action = request.POST.get("action", "")
-    ids = [int(value) for value in request.POST.getlist("ids") if is_whole_number(value)]
+    ids = [int(v) for v in request.POST.getlist("ids") if is_whole_number(v) and len(v) <= 18]
     if action not in ("approve", "reject") or not ids:
+        Actor.for_user(request.user)
         messages.error(request, "Select one or more memories, then approve or reject them.")
         return _after_change(request, [])
+    chosen = Memory.objects.filter(pk__in=ids).only("id", "project", "scope")
+    actor = _reviewer(request, [_owner(memory) for memory in chosen])
     service, options, done = ACTIONS[action]
     result = service(memory_ids=ids, actor=actor, **options)
     messages.success(request, f"{done} {_count(result.changed)}.")
@@ -268,8 +318,8 @@ def memory_bulk(request: HtmxHttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def memory_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    actor = _reviewer(request)
     memory = get_object_or_404(selectors.memory_rows(Memory.objects.all()), pk=pk)
+    actor = _reviewer(request, [_owner(memory)])
     view = request.POST.get("view") or request.GET.get("view", "list")
     if request.method == "POST":
         form = MemoryEditForm(request.POST)
@@ -298,10 +348,15 @@ def memory_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def memory_row(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """One row as the lists show it (what an inline edit's Cancel puts back)."""
     memory = get_object_or_404(selectors.memory_rows(Memory.objects.all()), pk=pk)
+    _may_see(request, _owner(memory))
     return render(
         request,
         f"{ROWS}#row",
-        {"memory": memory, "view": request.GET.get("view", "list"), "is_reviewer": True},
+        {
+            "memory": memory,
+            "view": request.GET.get("view", "list"),
+            "is_reviewer": _is_reviewer(request, _owner(memory)),
+        },
     )
 
 
@@ -345,13 +400,17 @@ PAIR_STATUSES = {"open": "Open", "dismissed": "Judged compatible", "resolved": "
 def conflicts(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse:
     """The pairs of a project (or of every project) that repeat or may contradict each
     other, open ones first by default, each with both memories side by side."""
-    project = get_object_or_404(Project, slug=slug) if slug else None
+    project = _project(request, slug) if slug else None
     wanted = request.GET.get("status", "open")
     if wanted not in PAIR_STATUSES:
         wanted = "open"
-    pairs = (
-        MemoryPair.objects.all() if project is None else MemoryPair.objects.filter(project=project)
-    )
+    if project is not None:
+        pairs = MemoryPair.objects.filter(project=project)
+    else:
+        seen = Q(project__in=roles.projects_for(request.user))
+        if roles.role_in(request.user, None) is not None:
+            seen |= Q(project__isnull=True)
+        pairs = MemoryPair.objects.filter(seen)
     pairs = (
         selectors.open_pairs(pairs) if wanted == "open" else pairs.filter(status=wanted)
     ).order_by("-created_at", "-id")
@@ -374,7 +433,9 @@ def conflicts(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse
             "status": wanted,
             "statuses": PAIR_STATUSES,
             "query": f"status={wanted}",
-            "is_reviewer": _is_reviewer(request),
+            "is_reviewer": _is_reviewer(request, project.pk)
+            if project
+            else _reviews_all_it_sees(request),
         },
     )
 
@@ -383,6 +444,7 @@ def conflicts(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse
 @login_required
 def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     pair = get_object_or_404(MemoryPair.objects.select_related("project"), pk=pk)
+    _may_see(request, pair.project_id)
     sides = selectors.pair_sides(pair)
     best = max((side.memory for side in sides), key=services.precedence, default=None)
     return render(
@@ -393,7 +455,7 @@ def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "project": pair.project,
             "sides": sides,
             "merged_text": best.content if best else "",
-            "is_reviewer": _is_reviewer(request),
+            "is_reviewer": _is_reviewer(request, pair.project_id),
         },
     )
 
@@ -402,8 +464,8 @@ def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @login_required
 def conflict_action(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Decide a pair: keep one, merge, keep both (dismiss) or reject one."""
-    actor = _reviewer(request)
     pair = get_object_or_404(MemoryPair, pk=pk)
+    actor = _reviewer(request, [pair.project_id])
     action = request.POST.get("action", "")
     raw = request.POST.get("memory", "")
     memory_id = int(raw) if is_whole_number(raw) and len(raw) <= 18 else None
@@ -429,13 +491,15 @@ def conflict_action(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 def conflict_bulk(request: HtmxHttpRequest) -> HttpResponse:
-    actor = _reviewer(request)
     action = request.POST.get("action", "")
     ids = [int(v) for v in request.POST.getlist("ids") if is_whole_number(v) and len(v) <= 18]
     back = _back(request, reverse("review:conflicts"))
     if action not in ("dismiss", "keep-newer", "keep-older") or not ids:
+        Actor.for_user(request.user)
         messages.error(request, "Select one or more pairs, then choose what to do with them.")
         return HttpResponseRedirect(back)
+    chosen = MemoryPair.objects.filter(pk__in=ids).values_list("project_id", flat=True)
+    actor = _reviewer(request, list(chosen))
     done, failed = services.pairs_resolve(pair_ids=ids, action=action, actor=actor)
     messages.success(request, f"Decided {len(done)} pair{'' if len(done) == 1 else 's'}.")
     for pair_id, why in failed[:5]:

@@ -31,9 +31,13 @@ class ReviewerFactory(UserFactory):
 
     @factory.post_generation
     def review_permission(self, create: bool, extracted: object, **kwargs: object) -> None:
+        # A reviewer of every project and of the global memories (memories.roles).
         if create:
             self.user_permissions.add(
-                Permission.objects.get(content_type__app_label="memories", codename="review_memory")
+                *Permission.objects.filter(
+                    content_type__app_label="memories",
+                    codename__in=["review_memory", "review_global_memory"],
+                )
             )
 
 

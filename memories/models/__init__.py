@@ -20,6 +20,7 @@ from memories.models.choices import (
 from memories.models.embeddings import MemoryEmbedding
 from memories.models.events import MemoryEvent
 from memories.models.keys import ApiKey, IdempotencyRecord
+from memories.models.members import RANKS, Membership, Role
 from memories.models.memory import Memory, RunMemory
 from memories.models.pairs import MemoryPair
 from memories.models.projects import MemoryPolicy, Project
@@ -29,10 +30,12 @@ __all__ = [
     "CONTENT_HARD_LIMIT",
     "DEFAULT_EXPIRY_DAYS",
     "NEEDS_REVIEW",
+    "RANKS",
     "UNIT_INTERVAL",
     "ApiKey",
     "EventAction",
     "IdempotencyRecord",
+    "Membership",
     "Memory",
     "MemoryEmbedding",
     "MemoryEvent",
@@ -45,6 +48,7 @@ __all__ = [
     "Project",
     "Resolution",
     "ReviewStatus",
+    "Role",
     "Run",
     "RunMemory",
     "RunStatus",

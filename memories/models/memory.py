@@ -135,7 +135,11 @@ class Memory(models.Model):
         db_table = "project_memories"
         verbose_name_plural = "memories"
         ordering = ["-created_at", "-id"]
-        permissions = [("review_memory", "Can approve and reject memories")]
+        permissions = [
+            ("review_memory", "Can approve and reject memories of every project"),
+            ("view_every_project", "Can read the memories of every project"),
+            ("review_global_memory", "Can approve and reject global memories"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=between_0_and_1("confidence"), name="memory_confidence_range"

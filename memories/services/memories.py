@@ -81,7 +81,11 @@ def memory_create(
     else:
         expires_at = aware_datetime(expires_at, "expires_at")
 
-    approved = memory_source == Source.HUMAN and actor.can_review() and scope != Scope.GLOBAL
+    approved = (
+        memory_source == Source.HUMAN
+        and scope != Scope.GLOBAL
+        and actor.can_review(project.pk if project else None)
+    )
     text, redacted = text_fields(secrets_mode(project), content=content, summary=summary, tags=tags)
     memory = Memory(
         project=project,
@@ -152,8 +156,16 @@ def memory_update(
 def _require_reviewer(actor: Actor) -> None:
     if not actor.is_human:
         raise PermissionDenied("Approval and rejection are human acts: sign in as a reviewer.")
-    if not actor.can_review():
-        raise PermissionDenied("You need the reviewer permission to approve or reject memories.")
+
+
+def _require_reviewer_of(actor: Actor, memory: Memory) -> None:
+    """A person approves or rejects a memory only as a reviewer of its project (of global
+    memories, for a global one)."""
+    if not actor.can_review(memory.project_id if memory.scope != Scope.GLOBAL else None):
+        where = "global memories" if memory.scope == Scope.GLOBAL else "its project"
+        raise PermissionDenied(
+            f"You need the reviewer role in {where} to approve or reject memory {memory.pk}."
+        )
 
 
 def memories_approve(
@@ -172,9 +184,14 @@ def memories_approve(
         # A review settles a code change's doubt.
         "stale_at": None,
     }
+
+    def compute(memory: Memory) -> dict[str, Any]:
+        _require_reviewer_of(actor, memory)
+        return values
+
     return change_memories(
         memory_ids=memory_ids,
-        compute=lambda _m: values,
+        compute=compute,
         action=EventAction.APPROVED,
         actor=actor,
         now=now,
@@ -192,14 +209,19 @@ def memories_reject(
     reason is redacted (a reviewer's note is never refused)."""
     _require_reviewer(actor)
     reason = scrubbed({"reason": reason}, SecretsPolicy.REDACT)["reason"]
-    return change_memories(
-        memory_ids=memory_ids,
-        compute=lambda _m: {
+
+    def compute(memory: Memory) -> dict[str, Any]:
+        _require_reviewer_of(actor, memory)
+        return {
             "review_status": ReviewStatus.REJECTED,
             "active": False,
             "approved_by": None,
             "approved_at": None,
-        },
+        }
+
+    return change_memories(
+        memory_ids=memory_ids,
+        compute=compute,
         action=EventAction.REJECTED,
         actor=actor,
         reason=reason,

@@ -77,7 +77,7 @@ def live_successors(memory_ids: Iterable[int]) -> dict[int, int]:
 def _may_decide(actor: Actor, memory: Memory) -> bool:
     """Whether ``actor`` may supersede or reject ``memory`` at once: a reviewer may; an agent
     only a memory no reviewer approved, never a global one."""
-    if actor.can_review():
+    if actor.can_review(memory.project_id):
         return True
     return memory.review_status != ReviewStatus.APPROVED and memory.scope != Scope.GLOBAL
 
@@ -347,11 +347,11 @@ def pair_resolve(
     if action == "keep":
         kept = _choose(pair, memory_id, "memory_id")
         other = sides[pair.other(kept)]
-        _require(actor.can_review() or _may_decide(actor, other), "Superseding this memory")
+        _require(_may_decide(actor, other), "Superseding this memory")
         memories_supersede(memories=[other], by=sides[kept], actor=actor, reason=reason, now=now)
     elif action == "merge":
         ranked = sorted(sides.values(), key=precedence, reverse=True)
-        _require(actor.can_review() or all(_may_decide(actor, m) for m in ranked), "Merging them")
+        _require(all(_may_decide(actor, m) for m in ranked), "Merging them")
         merged = _merged(pair, ranked, actor, content, type, tags, now)
         memories_supersede(
             memories=ranked,
@@ -363,7 +363,7 @@ def pair_resolve(
         _close(pair, Resolution.MERGED, outcome=merged.pk, actor=actor, reason=reason, now=now)
     elif action == "dismiss":
         _require(
-            actor.can_review() or all(_may_decide(actor, m) for m in sides.values()),
+            all(_may_decide(actor, m) for m in sides.values()),
             "Keeping both",
         )
         _close(pair, Resolution.NOT_CONFLICT, outcome=None, actor=actor, reason=reason, now=now)

@@ -66,7 +66,7 @@ def test_a_reader_reads_but_gets_403_for_every_action(reader_client, project, ma
     for name in ["approve", "reject", "pin"]:
         response = reader_client.post(reverse(f"review:{name}", args=[memory.pk]))
         assert response.status_code == 403
-        assert "only reviewers may change memories" in response.text.lower()
+        assert "reviewers may change its memories" in response.text.lower()
     edit = reader_client.post(
         reverse("review:memory-edit", args=[memory.pk]), {"content": "x", "type": "pattern"}
     )
@@ -140,8 +140,9 @@ def test_dashboard_query_count_does_not_grow_with_projects(
 
     for project in ProjectFactory.create_batch(5):
         make_memory(project=project)
-    # session, user, projects' counts, projects, global queue count, jobs
-    with django_assert_num_queries(6):
+    # session, user, the user's and their groups' permissions (their role over every
+    # project), projects' counts, projects, global queue count, jobs
+    with django_assert_num_queries(8):
         reviewer_client.get(reverse("review:dashboard"))
 
 
@@ -613,8 +614,9 @@ def test_runs_show_outcomes_and_given_memories_in_fixed_queries(
         services.run_give_memories(run=run, ranked=[(m.pk, 0.5) for m in memories])
         if number % 2:
             services.run_record_outcome(run=run, outcome="failed", actor=system_actor)
-    # session, user, project, count, runs, given memories
-    with django_assert_num_queries(6):
+    # session, user, project, the user's and their groups' permissions (their role), count,
+    # runs, given memories
+    with django_assert_num_queries(8):
         response = reviewer_client.get(reverse("review:runs", args=[project.slug]))
     assert "Given 4-2" in response.text
     assert response.text.count('class="status failed"') == 2

@@ -39,6 +39,7 @@ from policies.tiers import update_tiers
 REVIEWERS_GROUP = "Reviewers"
 REVIEWER_PERMISSIONS = [
     "review_memory",
+    "review_global_memory",
     "view_memory",
     "change_memory",
     "add_memory",
