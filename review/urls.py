@@ -23,6 +23,7 @@ urlpatterns = [
     path(f"{memory}/row/", views.memory_row, name="memory-row"),
     path(f"{memory}/edit/", views.memory_edit, name="memory-edit"),
     path("memories/bulk/", views.memory_bulk, name="memory-bulk"),
+    path("undo/", views.undo, name="undo"),
     *(
         path(f"{memory}/{action}/", views.memory_action, {"action": action}, name=action)
         for action in views.ACTIONS

@@ -10,18 +10,21 @@ messages, swapped out of band.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core import signing
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Page, Paginator
 from django.db.models import Q, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
-from django.urls import reverse
+from django.urls import resolve, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
@@ -29,7 +32,7 @@ from django_htmx.middleware import HtmxDetails
 from assembly.services import ContextRequest, context_assemble
 from memories import roles, selectors, services
 from memories.actors import Actor
-from memories.models import Memory, MemoryPair, Project, Role, Scope
+from memories.models import Memory, MemoryEvent, MemoryPair, Project, Role, Scope
 from memories.text import is_whole_number
 from policies.models import JobState
 from review.forms import MemoryEditForm, MemoryListFilter, PreviewForm
@@ -142,7 +145,53 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
 @login_required
 def queue(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse:
     project = _project(request, slug) if slug else None
-    order = request.GET.get("order", "newest")
+    context = _queue(request, project, request.GET)
+    return render(request, _part(request, "review/queue.html", "results"), context)
+
+
+QUEUE_ORDERS = [("newest", "Newest first"), ("least-confident", "Least confident first")]
+
+
+@dataclass
+class QueuePage:
+    """A page of the queue, keyset-paged: it starts after a row (``after``), so a page
+    never skips a memory however many left the queue meanwhile."""
+
+    object_list: list[Memory]
+    count: int  # memories waiting, in all
+    after: str  # where this page starts ("" for the first)
+    next_after: str | None
+
+    def __iter__(self) -> Any:
+        return iter(self.object_list)
+
+    def __len__(self) -> int:
+        return len(self.object_list)
+
+
+def _sort_key(order: str, memory: Memory) -> list[Any]:
+    if order == "least-confident":
+        return [memory.confidence, memory.pk]
+    return [memory.created_at.isoformat(), memory.pk]
+
+
+def _after(order: str, cursor: str) -> Q | None:
+    """The rows after ``cursor`` in ``order``; None for a cursor that is not one of ours."""
+    try:
+        kind, value, pk = signing.loads(cursor, salt="review-queue")
+        if kind != order:
+            return None
+        if order == "least-confident":
+            return Q(confidence__gt=float(value)) | Q(confidence=float(value), pk__lt=int(pk))
+        moment = datetime.fromisoformat(value)
+        return Q(created_at__lt=moment) | Q(created_at=moment, pk__lt=int(pk))
+    except (signing.BadSignature, TypeError, ValueError):
+        return None
+
+
+def _queue(request: HtmxHttpRequest, project: Project | None, params: Any) -> dict[str, Any]:
+    """The context of the queue page (and of its refill after an action)."""
+    order = params.get("order", "newest")
     if order not in selectors.REVIEW_ORDERS:
         order = "newest"
     waiting = selectors.memories_for_review(
@@ -151,22 +200,32 @@ def queue(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse:
         within=roles.projects_for(request.user),
         with_global=roles.role_in(request.user, None) is not None,
     )
-    page = _page(request, waiting)
-    _flag(page.object_list)
-    return render(
-        request,
-        _part(request, "review/queue.html", "results"),
-        {
-            "project": project,
-            "page": page,
-            "order": order,
-            "orders": [("newest", "Newest first"), ("least-confident", "Least confident first")],
-            "view": "queue",
-            "is_reviewer": _is_reviewer(request, project.pk)
-            if project
-            else _reviews_all_it_sees(request),
-        },
+    cursor = params.get("after", "")
+    start = _after(order, cursor) if cursor else None
+    if start is None:
+        cursor = ""
+    rows = list((waiting.filter(start) if start is not None else waiting)[: PAGE_SIZE + 1])
+    more = len(rows) > PAGE_SIZE
+    rows = rows[:PAGE_SIZE]
+    page = QueuePage(
+        object_list=rows,
+        count=waiting.count(),
+        after=cursor,
+        next_after=signing.dumps([order, *_sort_key(order, rows[-1])], salt="review-queue")
+        if more
+        else None,
     )
+    _flag(page.object_list)
+    return {
+        "project": project,
+        "page": page,
+        "order": order,
+        "orders": QUEUE_ORDERS,
+        "view": "queue",
+        "is_reviewer": _is_reviewer(request, project.pk)
+        if project
+        else _reviews_all_it_sees(request),
+    }
 
 
 @require_GET
@@ -290,7 +349,7 @@ def memory_action(request: HtmxHttpRequest, pk: int, action: str) -> HttpRespons
     service, options, done = ACTIONS[action]
     result = service(memory_ids=[memory.pk], actor=actor, **options)
     if result.changed:
-        messages.success(request, f"{done}: {_quote(memory.content)}")
+        messages.success(request, f"{done}: {_quote(memory.content)}", extra_tags=_undo(result))
     else:
         messages.info(request, f"Nothing to change: {_quote(memory.content)}")
     return _after_change(request, [memory.pk])
@@ -303,13 +362,17 @@ def memory_bulk(request: HtmxHttpRequest) -> HttpResponse:
     ids = [int(v) for v in request.POST.getlist("ids") if is_whole_number(v) and len(v) <= 18]
     if action not in ("approve", "reject") or not ids:
         Actor.for_user(request.user)
-        messages.error(request, "Select one or more memories, then approve or reject them.")
+        messages.error(
+            request,
+            "Select one or more memories, then approve or reject them.",
+            extra_tags="selection",
+        )
         return _after_change(request, [])
     chosen = Memory.objects.filter(pk__in=ids).only("id", "project", "scope")
     actor = _reviewer(request, [_owner(memory) for memory in chosen])
     service, options, done = ACTIONS[action]
     result = service(memory_ids=ids, actor=actor, **options)
-    messages.success(request, f"{done} {_count(result.changed)}.")
+    messages.success(request, f"{done} {_count(result.changed)}.", extra_tags=_undo(result))
     if result.missing_ids:
         messages.warning(request, f"{_count(result.missing_ids)} no longer exist.")
     return _after_change(request, ids)
@@ -366,6 +429,8 @@ def _after_change(request: HtmxHttpRequest, ids: Sequence[int]) -> HttpResponse:
     view = request.POST.get("view", "list")
     if not request.htmx:
         return HttpResponseRedirect(_back(request, reverse("review:queue")))
+    if view == "queue":
+        return _refill(request)
     rows = {m.pk: m for m in selectors.memory_rows(Memory.objects.filter(pk__in=ids))}
     in_queue = (
         set(selectors.memories_for_review().filter(pk__in=ids).values_list("pk", flat=True))
@@ -386,8 +451,62 @@ def _after_change(request: HtmxHttpRequest, ids: Sequence[int]) -> HttpResponse:
         )
         for pk in ids
     ]
-    parts.append(render_to_string(f"{ROWS}#messages", {"oob": True}, request=request))
+    parts.append(
+        render_to_string(
+            f"{ROWS}#messages",
+            {"oob": True, "view": view, "next_url": _back(request, "")},
+            request=request,
+        )
+    )
     return HttpResponse("".join(parts))
+
+
+def _refill(request: HtmxHttpRequest) -> HttpResponse:
+    """The queue's page again after an action, as it now is: what left it is gone, the
+    page refills from the rows after it, the counts are the new ones, nothing is skipped."""
+    page_url = _back(request, reverse("review:queue"))
+    parts = urlsplit(page_url)
+    try:
+        match = resolve(parts.path)
+    except Http404:
+        match = resolve(reverse("review:queue"))
+    slug = match.kwargs.get("slug")
+    project = _project(request, slug) if slug else None
+    context = _queue(request, project, QueryDict(parts.query))
+    context.update(oob=True, next_url=page_url)
+    return HttpResponse(
+        render_to_string("review/queue.html#results", context, request=request)
+        + render_to_string(
+            f"{ROWS}#messages",
+            {"oob": True, "view": "queue", "next_url": page_url},
+            request=request,
+        )
+    )
+
+
+@require_POST
+@login_required
+def undo(request: HtmxHttpRequest) -> HttpResponse:
+    """Take back an approval, rejection or pin through its history rows (the Undo of the
+    message that said it was done)."""
+    raw = request.POST.get("events", "")
+    wanted = [int(v) for v in raw.split(",") if is_whole_number(v) and len(v) <= 18]
+    events = MemoryEvent.objects.filter(pk__in=wanted).select_related(None)
+    owners = {
+        memory.pk: _owner(memory)
+        for memory in Memory.objects.filter(pk__in=events.values("memory_id")).only(
+            "id", "project", "scope"
+        )
+    }
+    actor = _reviewer(request, owners.values())
+    result = services.memories_undo(event_ids=wanted, actor=actor)
+    if result.undone:
+        messages.success(request, f"Undone: {_count(result.undone)} as before.")
+    for memory_id, why in result.refused[:5]:
+        messages.warning(request, f"Memory {memory_id} was not put back: {why}.")
+    if not result.undone and not result.refused:
+        messages.info(request, "Nothing to undo.")
+    return _after_change(request, result.undone)
 
 
 # --- repeats and conflicts -------------------------------------------------------------------
@@ -532,6 +651,11 @@ def _flag(memories: Iterable[Memory]) -> None:
 
 
 # --- helpers ----------------------------------------------------------------------------------
+
+
+def _undo(result: services.ChangeResult) -> str:
+    """The message's tag that offers to undo a change: its history rows (review_tags)."""
+    return f"undo:{','.join(str(event.pk) for event in result.events)}" if result.events else ""
 
 
 def _quote(content: str, length: int = 60) -> str:

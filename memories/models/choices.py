@@ -96,6 +96,7 @@ class EventAction(models.TextChoices):
     RESTORED = "restored"
     DELETED = "deleted"
     SUPERSEDED = "superseded"
+    UNDONE = "undone"
 
 
 class PairKind(models.TextChoices):

@@ -12,6 +12,7 @@ from memories.services.changes import ChangeResult
 from memories.services.keys import api_key_create, api_key_revoke, api_key_touch
 from memories.services.memories import (
     INITIAL_CONFIDENCE,
+    Undone,
     memories_approve,
     memories_change_type,
     memories_clear_expiry,
@@ -23,6 +24,7 @@ from memories.services.memories import (
     memories_restore_content,
     memories_set_active,
     memories_set_pinned,
+    memories_undo,
     memory_approve,
     memory_create,
     memory_flag,
@@ -56,6 +58,7 @@ __all__ = [
     "Conflict",
     "OutcomeResult",
     "Superseded",
+    "Undone",
     "api_key_create",
     "api_key_revoke",
     "api_key_touch",
@@ -73,6 +76,7 @@ __all__ = [
     "memories_restore_content",
     "memories_set_active",
     "memories_set_pinned",
+    "memories_undo",
     "memory_approve",
     "memory_create",
     "memory_flag",

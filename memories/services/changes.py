@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from memories import history
 from memories.actors import Actor
-from memories.models import Memory, Run
+from memories.models import Memory, MemoryEvent, Run
 
 BATCH_SIZE = history.BATCH_SIZE
 
@@ -31,6 +31,8 @@ class ChangeResult:
     changed: list[Memory] = field(default_factory=list)
     unchanged_ids: list[int] = field(default_factory=list)
     missing_ids: list[int] = field(default_factory=list)
+    # The history rows written, one per changed memory (what an undo goes back through).
+    events: list[MemoryEvent] = field(default_factory=list)
 
 
 def change_memories(
@@ -96,6 +98,7 @@ def change_memories(
                 result.changed, sorted(written | {"updated_at"}), batch_size=BATCH_SIZE
             )
             history.record(events)
+            result.events = events
     return result
 
 

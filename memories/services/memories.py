@@ -7,11 +7,12 @@ primitive); every history row is built by memories.history.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from memories import history
@@ -19,6 +20,7 @@ from memories.actors import Actor
 from memories.models import (
     EventAction,
     Memory,
+    MemoryEvent,
     MemoryType,
     Project,
     ReviewStatus,
@@ -459,3 +461,82 @@ def memories_delete(*, memory_ids: Iterable[int], actor: Actor, reason: str = ""
     )
     Memory.objects.filter(id__in=[memory.pk for memory in memories]).delete()
     return len(memories)
+
+
+# Changes a reviewer may take back at once from the page that made them.
+UNDOABLE = (
+    EventAction.APPROVED,
+    EventAction.REJECTED,
+    EventAction.PINNED,
+    EventAction.UNPINNED,
+)
+
+
+@dataclass
+class Undone:
+    undone: list[int] = field(default_factory=list)  # memories put back
+    refused: list[tuple[int, str]] = field(default_factory=list)  # (memory, why not)
+
+
+def memories_undo(*, event_ids: Iterable[int], actor: Actor) -> Undone:
+    """Take back changes through their history rows: each memory gets every field the row
+    changed back to its value before, recorded as an ``undone`` row of its own. Exact: a
+    memory changed since (its latest history row is another) is left as it is, and said so.
+
+    Queries: the rows, a lock of their memories, their latest rows, then one change."""
+    result = Undone()
+    events = list(
+        MemoryEvent.objects.filter(pk__in=set(event_ids), action__in=UNDOABLE).order_by("id")
+    )
+    if not events:
+        return result
+    with transaction.atomic():
+        ids = sorted({event.memory_id for event in events})
+        locked = {
+            memory.pk: memory
+            for memory in Memory.objects.select_for_update(of=("self",))
+            .filter(pk__in=ids)
+            .only("id", "project", "scope")
+            .order_by("id")
+        }
+        latest = dict(
+            MemoryEvent.objects.filter(memory_id__in=ids)
+            .order_by("memory_id", "-id")
+            .distinct("memory_id")
+            .values_list("memory_id", "id")
+        )
+        before: dict[int, dict[str, Any]] = {}
+        reasons: dict[int, str] = {}
+        for event in events:
+            memory = locked.get(event.memory_id)
+            if memory is None:
+                result.refused.append((event.memory_id, "it no longer exists"))
+            elif latest.get(event.memory_id) != event.pk:
+                result.refused.append((event.memory_id, "it changed since"))
+            else:
+                _require_reviewer_of(actor, memory)
+                before[memory.pk] = _values_before(event.changes)
+                reasons[memory.pk] = f"undo of {event.action} (history row {event.pk})"
+        if before:
+            changed = change_memories(
+                memory_ids=list(before),
+                compute=lambda memory: before[memory.pk],
+                action=EventAction.UNDONE,
+                actor=actor,
+                reason="; ".join(sorted(set(reasons.values()))),
+            )
+            result.undone = [memory.pk for memory in changed.changed]
+    return result
+
+
+def _values_before(changes: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a history row's ``changes`` as they were before it, as model values."""
+    values: dict[str, Any] = {}
+    for name, (old, _new) in changes.items():
+        model_field = Memory._meta.get_field(name)
+        if model_field.is_relation and old is not None:
+            old = model_field.related_model._default_manager.filter(pk=old).first()  # type: ignore[union-attr]
+        elif isinstance(model_field, models.DateTimeField) and isinstance(old, str):
+            old = datetime.fromisoformat(old)
+        values[name] = old
+    return values

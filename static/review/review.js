@@ -1,11 +1,22 @@
-// Keyboard shortcuts of the review lists: j/k move, a approve, r reject, e edit, p pin,
-// x select. The buttons they press work without this file.
+// The review lists' keys and selection. The buttons they press work without this file.
+//   j/k move, a approve, r reject, e edit (focus in its text), p pin, x select, u undo,
+//   ? shows the keys, Escape cancels an edit or closes the keys.
 (function () {
   "use strict";
   let current = -1;
 
   function rows() {
     return Array.from(document.querySelectorAll("tr[data-memory], tr[data-pair]"));
+  }
+
+  function announce(row) {
+    const live = document.getElementById("current-row");
+    if (!live || !row) return;
+    const text = row.querySelector("td.content a, td.content");
+    const state = row.querySelector(".status");
+    live.textContent = `Memory ${row.dataset.memory || row.dataset.pair}` +
+      `${state ? ", " + state.textContent.trim() : ""}: ` +
+      `${text ? text.textContent.trim().slice(0, 160) : ""}`;
   }
 
   function focusRow(index) {
@@ -15,11 +26,47 @@
     current = Math.max(0, Math.min(index, all.length - 1));
     all[current].classList.add("current");
     all[current].scrollIntoView({ block: "nearest" });
+    announce(all[current]);
+  }
+
+  function help() { return document.getElementById("shortcut-help"); }
+
+  function selectionChanged() {
+    const boxes = Array.from(document.querySelectorAll('input[name="ids"]'));
+    const chosen = boxes.filter((box) => box.checked);
+    boxes.forEach((box) => {
+      const row = box.closest("tr");
+      if (row) row.classList.toggle("selected", box.checked);
+    });
+    document.querySelectorAll("[data-selected-count]").forEach((count) => {
+      count.textContent = String(chosen.length);
+    });
+    const all = document.querySelector("[data-select-all]");
+    if (all) all.checked = boxes.length > 0 && chosen.length === boxes.length;
+    // An error about an empty selection is out of date once something is selected.
+    if (chosen.length) document.querySelectorAll(".message.selection").forEach((m) => m.remove());
   }
 
   document.addEventListener("keydown", (event) => {
     if (event.metaKey || event.ctrlKey || event.altKey) return;
+    if (event.key === "Escape") {
+      const open = help();
+      if (open && !open.hidden) { open.hidden = true; event.preventDefault(); return; }
+      const cancel = document.querySelector("tr.editing a.button");
+      if (cancel) { event.preventDefault(); cancel.click(); }
+      return;
+    }
     if (event.target.closest("input, textarea, select, [contenteditable]")) return;
+    if (event.key === "?") {
+      const open = help();
+      if (open) { open.hidden = !open.hidden; event.preventDefault(); }
+      return;
+    }
+    if (event.key === "u") {
+      const undo = document.querySelector('#messages [data-key="u"]');
+      if (undo) { event.preventDefault(); undo.click(); }
+      return;
+    }
     const all = rows();
     // A page of one item (a pair side by side): its keys act on the page.
     const page = document.querySelector("[data-page-keys]");
@@ -37,22 +84,30 @@
     if (!row) return;
     if (event.key === "x") {
       const box = row.querySelector("input[type=checkbox]");
-      if (box) { box.checked = !box.checked; event.preventDefault(); }
+      if (box) { box.checked = !box.checked; selectionChanged(); event.preventDefault(); }
       return;
     }
     const button = row.querySelector(`[data-key="${event.key}"]`);
     if (button) { event.preventDefault(); button.click(); }
   });
 
-  // A row that left the list hands the focus to the one that took its place.
-  document.addEventListener("htmx:afterSettle", () => {
-    if (current >= 0) focusRow(current);
+  // An edit row put in place takes the focus in its text; a row that left the list hands
+  // the focus to the one that took its place; a refilled page starts with nothing selected.
+  document.addEventListener("htmx:afterSettle", (event) => {
+    const text = event.target && event.target.querySelector &&
+      event.target.querySelector("tr.editing textarea, tr.editing input[type=text]");
+    const editing = document.querySelector("tr.editing textarea");
+    if (text) text.focus(); else if (editing && event.target.matches("tr.editing")) editing.focus();
+    if (current >= 0 && !editing) focusRow(current);
+    selectionChanged();
   });
 
   document.addEventListener("change", (event) => {
-    if (!event.target.matches("[data-select-all]")) return;
-    document.querySelectorAll('input[name="ids"]').forEach((box) => {
-      box.checked = event.target.checked;
-    });
+    if (event.target.matches("[data-select-all]")) {
+      document.querySelectorAll('input[name="ids"]').forEach((box) => {
+        box.checked = event.target.checked;
+      });
+    }
+    if (event.target.matches('[data-select-all], input[name="ids"]')) selectionChanged();
   });
 })();

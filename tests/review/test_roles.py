@@ -38,6 +38,7 @@ ROUTES = [
     ("memory-bulk", "post", None, {"action": "approve", "ids": "memory"}, "reviewer"),
     ("conflict-decide", "post", "pair", {"action": "dismiss"}, "reviewer"),
     ("conflict-bulk", "post", None, {"action": "dismiss", "ids": "pair"}, "reviewer"),
+    ("undo", "post", None, {"events": "event"}, "reviewer"),
 ]
 # Pages of every project at once: each shows only what the person may see (below).
 ACROSS_PROJECTS = {"dashboard", "queue", "conflicts"}
@@ -57,6 +58,7 @@ def world(db):
             "project": project,
             "memory": memory,
             "pair": MemoryPair.objects.get(project=project),
+            "event": memory.events.latest("id"),
         }
     return made
 
@@ -81,7 +83,7 @@ def call(client: Client, world, name: str, method: str, target: str | None, data
     body = None
     if data is not None:
         body = {
-            key: (things[value].pk if value in ("memory", "pair") else value)
+            key: (things[value].pk if value in ("memory", "pair", "event") else value)
             for key, value in data.items()
         }
     url = reverse(f"review:{name}", args=args)

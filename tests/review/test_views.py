@@ -227,7 +227,10 @@ def test_approve_with_htmx_removes_the_row_from_the_queue(
         reverse("review:approve", args=[memory.pk]), {"view": "queue"}, **HTMX
     )
     assert response.status_code == 200
-    assert f'<tr id="memory-{memory.pk}" hx-swap-oob="delete">' in response.text
+    # The queue's page comes back refilled: the row is gone, the count is the new one.
+    assert '<div id="results" hx-swap-oob="true">' in response.text
+    assert f'id="memory-{memory.pk}"' not in response.text
+    assert "<strong>0</strong> waiting" in response.text
     assert 'id="messages"' in response.text
     assert "Approved: “approve me”" in response.text
     memory.refresh_from_db()
@@ -275,7 +278,8 @@ def test_reject_removes_the_row_and_deactivates(reviewer_client, project, make_m
     response = reviewer_client.post(
         reverse("review:reject", args=[memory.pk]), {"view": "queue"}, **HTMX
     )
-    assert 'hx-swap-oob="delete"' in response.text
+    assert '<div id="results" hx-swap-oob="true">' in response.text
+    assert f'id="memory-{memory.pk}"' not in response.text
     memory.refresh_from_db()
     assert (memory.review_status, memory.active) == (ReviewStatus.REJECTED, False)
 
@@ -389,7 +393,8 @@ def test_bulk_approve_and_reject(reviewer_client, project, make_memory):
     )
     assert "Approved 3 memories." in response.text
     for pk in ids:
-        assert f'<tr id="memory-{pk}" hx-swap-oob="delete">' in response.text
+        assert f'id="memory-{pk}"' not in response.text
+    assert f'id="memory-{memories[3].pk}"' in response.text  # the page refilled
     assert Memory.objects.filter(pk__in=ids, review_status="approved").count() == 3
     reviewer_client.post(
         reverse("review:memory-bulk"), {"action": "reject", "ids": [memories[3].pk]}, **HTMX
