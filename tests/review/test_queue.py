@@ -62,7 +62,7 @@ def test_next_page_starts_right_after_the_last_row_even_when_rows_left(
     # the last row this reviewer saw.
     services.memories_approve(memory_ids=ids_on(first)[:10], actor=reviewer_actor)
     second = reviewer_client.get(url + link).text
-    assert ids_on(second) == sorted(set(m.pk for m in many) - set(ids_on(first)), reverse=True)
+    assert ids_on(second) == sorted({m.pk for m in many} - set(ids_on(first)), reverse=True)
     assert next_link(second) is None
     assert "First page" in second
 
