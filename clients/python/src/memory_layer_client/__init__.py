@@ -19,19 +19,40 @@ from memory_layer_client.errors import (
     Unauthorized,
     Unavailable,
 )
+from memory_layer_client.history import HistoryWindow, Message
+from memory_layer_client.layers import (
+    Diagnostic,
+    LayerInitError,
+    LayerOutput,
+    LayerStack,
+    MemoryLayer,
+    ProjectMemoryLayer,
+    View,
+    assemble_view,
+)
 
 __all__ = [
     "AsyncMemoryLayerClient",
     "BadRequest",
     "Conflict",
+    "Diagnostic",
     "Forbidden",
+    "HistoryWindow",
+    "LayerInitError",
+    "LayerOutput",
+    "LayerStack",
+    "MemoryLayer",
     "MemoryLayerClient",
     "MemoryLayerError",
+    "Message",
     "NotFound",
+    "ProjectMemoryLayer",
     "RateLimited",
     "ServerError",
     "TransportError",
     "Unauthorized",
     "Unavailable",
+    "View",
+    "assemble_view",
     "next_cursor",
 ]
