@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,10 @@ SESSIONS: dict[str, Callable[[str, str], Any]] = {"http": over_http, "stdio": ov
 
 
 def run(coroutine_function: Callable[[], Any]) -> Any:
-    return anyio.run(coroutine_function)
+    """Run a client session on a thread of its own (the browser tests' Playwright keeps an
+    event loop running in this one)."""
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(anyio.run, coroutine_function).result()
 
 
 @pytest.fixture
