@@ -23,6 +23,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from memory_layer_client.client import AsyncMemoryLayerClient
 from memory_layer_client.tools import build_server
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -31,6 +32,19 @@ from api.responses import ThenJSONResponse
 from mcp_http import metrics
 from mcp_http.transport import InProcessTransport
 from ops import requestid
+
+# Headers the WSGI server sets itself (a WSGI application may not).
+HOP_BY_HOP = {
+    b"content-length",
+    b"connection",
+    b"keep-alive",
+    b"transfer-encoding",
+    b"te",
+    b"trailer",
+    b"upgrade",
+    b"proxy-authenticate",
+    b"proxy-authorization",
+}
 
 # The client of the request being answered: the caller's key, project and address.
 _client: ContextVar[AsyncMemoryLayerClient] = ContextVar("mcp_client")
@@ -109,6 +123,11 @@ class McpEndpoint(APIView):
     throttle_classes: list[Any] = []
     schema = None  # not part of the REST API's OpenAPI document
 
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        # The SDK answers what the client accepts (JSON, or 405 for an event stream this
+        # stateless server does not offer); an error of this view (a 401) is JSON.
+        return JSONRenderer(), "application/json"
+
     def _answer(self, request: Request) -> HttpResponse:
         api_key = api_key_of(request)
         assert api_key is not None  # IsAuthenticated with key authentication only
@@ -134,7 +153,7 @@ class McpEndpoint(APIView):
         response = ThenJSONResponse(body, then=transport.after)
         response.status_code = status
         for name, value in headers:
-            if name.lower() not in (b"content-length",):
+            if name.lower() not in HOP_BY_HOP:
                 response.headers[name.decode("latin-1")] = value.decode("latin-1")
         return response
 
@@ -142,7 +161,15 @@ class McpEndpoint(APIView):
         return self._answer(request)
 
     def get(self, request: Request) -> HttpResponse:
-        return self._answer(request)
+        # A stateless server holds no stream open for server-sent messages: the spec's
+        # answer for that is a 405.
+        body = (
+            b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"This server is'
+            b' stateless: it offers no event stream. POST each message."}}'
+        )
+        response = HttpResponse(body, status=405, content_type="application/json")
+        response["Allow"] = "POST, DELETE"
+        return response
 
     def delete(self, request: Request) -> HttpResponse:
         return self._answer(request)

@@ -265,6 +265,14 @@ def test_a_missing_or_revoked_key_is_refused_over_http(live_server, alpha):
         run(scenario)
 
 
+def test_the_stateless_server_offers_no_event_stream_and_no_session(live_server, alpha):
+    _, key = alpha
+    headers = {"Authorization": f"Bearer {key}", "MCP-Protocol-Version": "2025-06-18"}
+    stream = httpx.get(f"{live_server.url}/mcp", headers={**headers, "Accept": "text/event-stream"})
+    assert stream.status_code == 405
+    assert httpx.delete(f"{live_server.url}/mcp", headers=headers).status_code == 405
+
+
 def test_a_revoked_key_gets_the_apis_message_over_stdio(live_server, alpha):
     project, key = alpha
     services.api_key_revoke(api_key=project.api_keys.get())
