@@ -1,9 +1,11 @@
 # One command runs the service with demo data; one runs the tests.
 #   make run    set up everything and run web + Celery worker + beat at http://127.0.0.1:8000/
+#               (make run PORT=8080 for another port)
 #   make test   run the whole test suite
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+PORT ?= 8000
 INSTALLED := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml clients/python/pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: install run test test-client lint format lock clean
@@ -21,7 +23,9 @@ install: $(INSTALLED)
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py seed_demo
-	$(PY) manage.py serve
+	# Each lifecycle job once, so the dashboard shows a last run of each from the start.
+	$(PY) manage.py run_job --all
+	$(PY) manage.py serve --addr 127.0.0.1:$(PORT)
 
 # The pgvector tests need the extension: against a server without it (DATABASE_URL set),
 # they run again on the embedded PostgreSQL, which has it.

@@ -179,9 +179,10 @@ LOGOUT_REDIRECT_URL = "login"
 
 # Celery: CELERY_BROKER_URL when given (Redis, RabbitMQ); otherwise a broker on
 # the local file system that needs no server, shared by web, worker and beat.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+# (The host is named so that kombu does not warn, at each start, that it "reverts" to it.)
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://localhost/")
 _broker_folder = VAR_DIR / "broker"
-if CELERY_BROKER_URL == "filesystem://":
+if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
         "data_folder_in": str(_broker_folder / "queue"),
         "data_folder_out": str(_broker_folder / "queue"),
@@ -374,6 +375,9 @@ TIKTOKEN_CACHE_DIR = env_path("TIKTOKEN_CACHE_DIR", VAR_DIR / "tiktoken")
 # Demo data.
 DEMO_USERNAME = env_str("DEMO_USERNAME", "reviewer")
 DEMO_PASSWORD = env_str("DEMO_PASSWORD", "review-the-memories")
+# An administrator of the demo (the admin's policy jobs, schedules, API keys and members).
+DEMO_ADMIN_USERNAME = env_str("DEMO_ADMIN_USERNAME", "admin")
+DEMO_ADMIN_PASSWORD = env_str("DEMO_ADMIN_PASSWORD", "administer-the-memories")
 
 # Logs: one line per record with the request id; LOG_FORMAT=json writes one JSON object per
 # line instead (ops.logs). Nothing logs request bodies, keys or memory content.
@@ -383,7 +387,10 @@ if LOG_FORMAT not in {"text", "json"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "ops.requestid.RequestIdFilter"}},
+    "filters": {
+        "request_id": {"()": "ops.requestid.RequestIdFilter"},
+        "client_errors": {"()": "ops.logs.ClientErrorsWithoutTraceback"},
+    },
     "formatters": {
         "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
         "json": {"()": "ops.logs.JsonFormatter"},
@@ -397,6 +404,8 @@ LOGGING = {
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
+        # A 403 or 404 is one line, without a traceback.
+        "django.request": {"filters": ["client_errors"]},
         "pgserver": {"level": "WARNING"},
         # The MCP SDK says at INFO that it starts and stops each stateless exchange.
         "mcp": {"level": "WARNING"},

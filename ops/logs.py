@@ -30,3 +30,16 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+class ClientErrorsWithoutTraceback(logging.Filter):
+    """A 4xx is the client's mistake, said in one line: Django logs a refused page
+    (``PermissionDenied``, ``Http404``) with the exception's traceback; this drops it, and
+    keeps it for a 5xx."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        status = getattr(record, "status_code", None)
+        if isinstance(status, int) and status < 500:
+            record.exc_info = None
+            record.exc_text = None
+        return True

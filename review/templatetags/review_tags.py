@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django import template
 
+from policies.jobs import label
+
 register = template.Library()
 
 
@@ -14,3 +16,9 @@ def undo_events(tags: str) -> str:
         if tag.startswith("undo:"):
             return tag.removeprefix("undo:")
     return ""
+
+
+@register.filter
+def job_label(name: str) -> str:
+    """A policy job's name in words ("decay_memories" -> "Confidence decay")."""
+    return label(name)

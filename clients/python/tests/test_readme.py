@@ -14,7 +14,7 @@ BLOCKS = re.findall(r"```python\n(.*?)```", README, re.S)
 @pytest.mark.anyio
 async def test_the_ten_line_agent_loop_runs(service, monkeypatch) -> None:
     loop = BLOCKS[0]
-    assert len([line for line in loop.strip().splitlines() if line.strip()]) <= 14
+    assert len([line for line in loop.strip().splitlines() if line.strip()]) <= 12
     monkeypatch.setenv("MEMORY_LAYER_URL", service.url)
     monkeypatch.setenv("MEMORY_LAYER_KEY", service.key)
     namespace: dict = {}

@@ -147,6 +147,7 @@ DEMO_JOBS: list[Callable[..., JobResult]] = [
 
 # The password the README publishes for the demo reviewer.
 PUBLISHED_PASSWORD = "review-the-memories"
+PUBLISHED_ADMIN_PASSWORD = "administer-the-memories"
 
 
 class Command(BaseCommand):
@@ -159,6 +160,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, reset: bool = False, **options: Any) -> None:
         password = self._password()
         reviewer = self._reviewer(password)
+        admin_password = self._password(settings.DEMO_ADMIN_PASSWORD, PUBLISHED_ADMIN_PASSWORD)
+        self._admin(admin_password)
         if reset:
             Project.objects.filter(slug="demo").delete()
         if Project.objects.filter(slug="demo").exists():
@@ -168,13 +171,29 @@ class Command(BaseCommand):
         count = Memory.objects.filter(project__slug="demo").count()
         self.stdout.write(f"Demo project 'demo' has {count} memories.")
         self.stdout.write(f"Reviewer login: username {settings.DEMO_USERNAME} password {password}")
+        self.stdout.write(
+            f"Administrator login (/admin/): username {settings.DEMO_ADMIN_USERNAME}"
+            f" password {admin_password}"
+        )
 
-    def _password(self) -> str:
-        """The demo reviewer's password: the published one only while DEBUG is on; a
-        production server gets a random one (printed once, here) unless DEMO_PASSWORD is set."""
-        if settings.DEBUG or settings.DEMO_PASSWORD != PUBLISHED_PASSWORD:
-            return str(settings.DEMO_PASSWORD)
+    def _password(self, configured: str | None = None, published: str = PUBLISHED_PASSWORD) -> str:
+        """A demo account's password (the reviewer's by default): the published one only
+        while DEBUG is on; a production server gets a random one (printed once, here) unless
+        one of its own is set (DEMO_PASSWORD, DEMO_ADMIN_PASSWORD)."""
+        configured = str(settings.DEMO_PASSWORD if configured is None else configured)
+        if settings.DEBUG or configured != published:
+            return configured
         return secrets.token_urlsafe(18)
+
+    def _admin(self, password: str) -> Any:
+        """A superuser for the admin: policy jobs, schedules, API keys, members."""
+        user, _ = get_user_model().objects.get_or_create(
+            username=settings.DEMO_ADMIN_USERNAME, defaults={"email": "admin@example.com"}
+        )
+        user.is_staff = user.is_superuser = True
+        user.set_password(password)
+        user.save()
+        return user
 
     def _reviewer(self, password: str) -> Any:
         group, _ = Group.objects.get_or_create(name=REVIEWERS_GROUP)

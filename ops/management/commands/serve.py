@@ -10,6 +10,12 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+# How long the processes have to stop after Ctrl-C (the worker finishes its task and closes
+# its connections) before they are killed.
+STOP_SECONDS = 30
+# Exit codes honcho gives a stop by Ctrl-C (SIGINT) or SIGTERM: a stop asked for, not a crash.
+ASKED_TO_STOP = {130, 143}
+
 
 class Command(BaseCommand):
     help = "Run the web server, a Celery worker and Celery beat together (Ctrl-C stops all)."
@@ -18,7 +24,10 @@ class Command(BaseCommand):
         parser.add_argument("--addr", default="127.0.0.1:8000", help="host:port of the web server")
 
     def handle(self, *args: Any, addr: str, **options: Any) -> None:
+        from honcho import manager as honcho
         from honcho.manager import Manager
+
+        honcho.KILL_WAIT = STOP_SECONDS
 
         # Web, worker and beat write their metrics to one folder, added up by /metrics.
         metrics_dir = settings.VAR_DIR / "metrics"
@@ -40,10 +49,18 @@ class Command(BaseCommand):
             self.style.SUCCESS(
                 f"\nMemory Layer is starting: review pages at http://{addr}/, "
                 f"the admin at http://{addr}/admin/, the API at http://{addr}/api/docs/\n"
-                f"Log in as {settings.DEMO_USERNAME} / {settings.DEMO_PASSWORD}\n"
+                f"Log in as {settings.DEMO_USERNAME} / {settings.DEMO_PASSWORD} (a reviewer);"
+                f" the admin's jobs, schedules and keys as {settings.DEMO_ADMIN_USERNAME} /"
+                f" {settings.DEMO_ADMIN_PASSWORD}\n"
+                "(with DEBUG=false and no passwords of your own, seed_demo printed random ones)\n"
+                "Ctrl-C stops everything. Rebuild the demo data with:"
+                " .venv/bin/python manage.py seed_demo --reset\n"
                 f"Broker: {settings.CELERY_BROKER_URL}  "
                 f"Database: {settings.DATABASES['default']['HOST'] or 'embedded'}\n"
             )
         )
         manager.loop()
+        if manager.returncode in ASKED_TO_STOP:
+            self.stdout.write("Memory Layer stopped.")
+            sys.exit(0)
         sys.exit(manager.returncode)
