@@ -132,3 +132,20 @@ def test_a_plain_403_or_404_is_logged_once_without_a_traceback(
     assert len(lines) == 1, [r.getMessage() for r in lines]
     assert lines[0].exc_info is None
     assert url in lines[0].getMessage()
+
+
+@pytest.mark.django_db
+def test_the_demo_prints_an_administrators_login(capsys, settings):
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    settings.DEBUG = True  # the published demo password (else a random one, printed)
+    call_command("seed_demo")
+    out = capsys.readouterr().out
+    assert (
+        f"Administrator login (/admin/): username {settings.DEMO_ADMIN_USERNAME}"
+        f" password {settings.DEMO_ADMIN_PASSWORD}" in out
+    )
+    admin = get_user_model().objects.get(username=settings.DEMO_ADMIN_USERNAME)
+    assert admin.is_superuser
+    assert admin.check_password(settings.DEMO_ADMIN_PASSWORD)
