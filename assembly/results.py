@@ -32,6 +32,8 @@ class Dropped:
     repeats: int | None = None
     # For ``conflict``: the id of the memory given instead (an open conflict between them).
     conflicts_with: int | None = None
+    # Its score, where it was ranked (the review page's preview shows it).
+    score: float | None = None
 
 
 @dataclass(frozen=True)

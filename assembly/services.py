@@ -348,7 +348,13 @@ def _assemble(
         text=packed.text,
         items=_items(packed),
         dropped=[
-            Dropped(c.candidate.id, c.candidate.source, why, packed.similar_to.get(c.candidate.id))
+            Dropped(
+                c.candidate.id,
+                c.candidate.source,
+                why,
+                packed.similar_to.get(c.candidate.id),
+                score=c.score,
+            )
             for c, why in packed.dropped
         ]
         + [
@@ -358,6 +364,7 @@ def _assemble(
                 why,
                 repeats=kept if why == "similar" else None,
                 conflicts_with=kept if why == "conflict" else None,
+                score=s.score,
             )
             for s, why, kept in settled.dropped
         ]

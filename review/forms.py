@@ -111,6 +111,13 @@ class PreviewForm(forms.Form):
     lod = forms.ChoiceField(
         label="Detail", choices=[(lod, lod) for lod in LODS], initial="atomic", required=False
     )
+    limit = forms.IntegerField(
+        label="Limit",
+        min_value=1,
+        max_value=1000,
+        required=False,
+        help_text="At most this many memories are given (empty: the project's policy).",
+    )
 
     def write_scope_entries(self) -> tuple[str, ...]:
         raw = self.cleaned_data["write_scope"].replace(",", "\n")

@@ -281,6 +281,19 @@ def memory_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     )
 
 
+# Why a memory that matched was not given, in words (the codes of the API's `dropped`).
+DROP_REASONS = {
+    "budget": "its line did not fit in the token budget left",
+    "limit": "the limit on how many memories are given was reached",
+    "duplicate": "its line is already given, word for word",
+    "similar": "it says nearly what a better-ranked memory given says (named)",
+    "conflict": "it contradicts a memory given, which has precedence (an open conflict)",
+    "below_confidence": "its confidence is below the project's minimum",
+    "expired": "it has expired",
+    "source_timeout": "its source did not answer in time (the time budget)",
+}
+
+
 @require_GET
 @login_required
 def preview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
@@ -299,6 +312,7 @@ def preview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                     write_scope=form.write_scope_entries(),
                     intent=form.cleaned_data["intent"],
                     lod=form.cleaned_data["lod"] or "atomic",
+                    limit=form.cleaned_data["limit"],
                 ),
                 actor=Actor.for_user(request.user),
                 record=False,
@@ -309,7 +323,9 @@ def preview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         else:
             ids = [item.id for item in result.items]
             ids += [row.id for row in result.dropped if row.id is not None]
-            memories = Memory.objects.only("id", "type", "content", "confidence").in_bulk(ids)
+            memories = Memory.objects.only(
+                "id", "type", "content", "confidence", "token_count"
+            ).in_bulk(ids)
     return render(
         request,
         _part(request, "review/preview.html", "results"),
@@ -319,6 +335,10 @@ def preview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             "result": result,
             "chosen": _with_memories(result.items if result else [], memories),
             "dropped": _with_memories(result.dropped if result else [], memories),
+            "limit": (form.cleaned_data.get("limit") if form.is_bound and form.is_valid() else None)
+            or project.policy.selection_limit,
+            "policy_limit": project.policy.selection_limit,
+            "reasons": DROP_REASONS,
         },
     )
 

@@ -625,3 +625,28 @@ def test_runs_show_outcomes_and_given_memories_in_fixed_queries(
         response = reviewer_client.get(reverse("review:runs", args=[project.slug]))
     assert "Given 4-2" in response.text
     assert response.text.count('class="status failed"') == 2
+
+
+def test_preview_shows_and_changes_the_limit_and_explains_itself(
+    reviewer_client, project, make_memory, reviewer_actor
+):
+    for number in range(6):
+        memory = make_memory(
+            project=project, content=f"{distinct_sentence(number)} The ledger stays balanced."
+        )
+        services.memory_approve(memory=memory, actor=reviewer_actor)
+    url = reverse("review:preview", args=[project.slug])
+    policy_limit = project.policy.selection_limit
+    default = reviewer_client.get(url, {"intent": "ledger", "token_budget": 2000})
+    assert f"At most <strong>{policy_limit}</strong>" in default.text
+    assert "the project&#x27;s policy" in default.text
+    limited = reviewer_client.get(url, {"intent": "ledger", "token_budget": 2000, "limit": 2})
+    assert len(limited.context["chosen"]) == 2
+    assert "At most <strong>2</strong> memories are given (the limit set above" in limited.text
+    dropped = limited.context["dropped"]
+    assert {row["reason"] for row in dropped} == {"limit"}
+    assert all(row["score"] is not None for row in dropped)  # their score
+    assert f"<td>{dropped[0]['memory'].token_count}</td>" in limited.text  # their cost
+    for code in ("budget", "limit", "similar", "conflict", "below_confidence", "expired"):
+        assert f"<dt><code>{code}</code></dt>" in limited.text  # each reason explained
+    assert "tags match the write scope come first" in limited.text
