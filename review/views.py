@@ -451,6 +451,11 @@ def _after_change(request: HtmxHttpRequest, ids: Sequence[int]) -> HttpResponse:
         return HttpResponseRedirect(_back(request, reverse("review:queue")))
     if view == "queue":
         return _refill(request)
+    if view == "detail":
+        # A memory's page shows its fields and history too: all of it comes back.
+        response = HttpResponse("")
+        response["HX-Refresh"] = "true"
+        return response
     rows = {m.pk: m for m in selectors.memory_rows(Memory.objects.filter(pk__in=ids))}
     in_queue = (
         set(selectors.memories_for_review().filter(pk__in=ids).values_list("pk", flat=True))
@@ -701,13 +706,44 @@ def _with_memories(rows: Sequence[Any], memories: dict[int, Memory]) -> list[dic
     return shown
 
 
-def _chart(points: Sequence[tuple[Any, float]], width: int = 600, height: int = 80) -> str:
-    """The SVG polyline points of confidence over time (x: time, y: 0 at the bottom)."""
+@dataclass(frozen=True)
+class Chart:
+    """Confidence over time as an SVG draws it: points with their values, a time axis and
+    a 0-1 value axis (plot area ``width`` x ``height`` inside margins)."""
+
+    width: int
+    height: int
+    line: str
+    points: list[dict[str, Any]]
+    x_ticks: list[dict[str, Any]]
+    y_ticks: list[dict[str, Any]]
+
+
+def _chart(
+    points: Sequence[tuple[Any, float]], width: int = 600, height: int = 120
+) -> Chart | None:
     if not points:
-        return ""
+        return None
     first, last = points[0][0].timestamp(), points[-1][0].timestamp()
     span = max(last - first, 1.0)
-    return " ".join(
-        f"{(moment.timestamp() - first) / span * width:.1f},{(1 - value) * height:.1f}"
+
+    def x(moment: Any) -> float:
+        return round((moment.timestamp() - first) / span * width, 1)
+
+    def y(value: float) -> float:
+        return round((1 - value) * height, 1)
+
+    marks = [
+        {"x": x(moment), "y": y(value), "value": f"{value:.2f}", "when": moment}
         for moment, value in points
+    ]
+    middle = points[0][0] + (points[-1][0] - points[0][0]) / 2
+    moments = [points[0][0], middle, points[-1][0]] if last > first else [points[0][0]]
+    return Chart(
+        width=width,
+        height=height,
+        line=" ".join(f"{mark['x']},{mark['y']}" for mark in marks),
+        points=marks,
+        x_ticks=[{"x": x(m), "label": m} for m in moments],
+        y_ticks=[{"y": y(v), "label": f"{v:.1f}"} for v in (0.0, 0.3, 0.5, 1.0)],
     )

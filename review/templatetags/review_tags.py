@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django import template
+from django.utils import timezone
 
 from policies.jobs import label
 
@@ -22,3 +26,24 @@ def undo_events(tags: str) -> str:
 def job_label(name: str) -> str:
     """A policy job's name in words ("decay_memories" -> "Confidence decay")."""
     return label(name)
+
+
+@register.filter
+def readable(value: Any) -> str:
+    """A value of a history row as a person reads it: a date as a date, a list as its
+    items, nothing as a dash (not ``['src/core/**']`` or a raw ISO string)."""
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, list):
+        return ", ".join(readable(item) for item in value) if value else "none"
+    if isinstance(value, str) and len(value) >= 19 and value[4] == "-" and "T" in value:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+        return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M")
+    return str(value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -650,3 +651,42 @@ def test_preview_shows_and_changes_the_limit_and_explains_itself(
     for code in ("budget", "limit", "similar", "conflict", "below_confidence", "expired"):
         assert f"<dt><code>{code}</code></dt>" in limited.text  # each reason explained
     assert "tags match the write scope come first" in limited.text
+
+
+def test_detail_chart_has_axes_points_and_values_and_history_reads_well(
+    reviewer_client, project, make_memory, make_run, system_actor, reviewer_actor
+):
+    memory = make_memory(project=project, content="Chart me", tags=["src/core/**", "db"])
+    run = make_run(project=project, external_id="run-7")
+    services.run_give_memories(run=run, ranked=[(memory.pk, 0.7)])
+    services.run_record_outcome(run=run, outcome="succeeded", actor=system_actor)
+    services.memory_approve(memory=memory, actor=reviewer_actor)
+    text = reviewer_client.get(reverse("review:memory", args=[memory.pk])).text
+    assert text.count('class="point"') == len(
+        reviewer_client.get(reverse("review:memory", args=[memory.pk])).context["points"]
+    )
+    assert ">0.60</text>" in text  # each point's value
+    assert '<text x="-8"' in text  # the value axis
+    assert ">1.0</text>" in text
+    assert 'text-anchor="start">' in text  # the time axis' first date
+    # History values as a person reads them.
+    assert "['src/core/**', 'db']" not in text
+    assert "src/core/**, db" in text
+    changes = _changes(text)
+    assert re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", changes)  # approved at: a date
+    assert not re.search(r"\d{4}-\d{2}-\d{2}T\d", changes)  # never a raw ISO string
+
+
+def _changes(html: str) -> str:
+    return " ".join(re.findall(r'<td class="(?:before|after)">([^<]*)</td>', html))
+
+
+def test_an_action_on_the_detail_page_refreshes_all_of_it(reviewer_client, project, make_memory):
+    memory = make_memory(project=project)
+    response = reviewer_client.post(
+        reverse("review:approve", args=[memory.pk]), {"view": "detail"}, **HTMX
+    )
+    assert response["HX-Refresh"] == "true"
+    page = reviewer_client.get(reverse("review:memory", args=[memory.pk])).text
+    assert "approved by" in page
+    assert "<strong>approved</strong>" in page
