@@ -37,11 +37,15 @@ class MemoryListFilter(django_filters.FilterSet):
     tag = django_filters.CharFilter(
         method="filter_tag", max_length=settings.MEMORY_TAG_MAX_CHARS, label="Tag (exact)"
     )
+    stale = django_filters.ChoiceFilter(
+        choices=YES_NO, empty_label="any", method="filter_stale", label="Flagged stale"
+    )
     q = django_filters.CharFilter(method="filter_text", max_length=200, label="Text")
     sort = django_filters.ChoiceFilter(
         choices=[(name, name.replace("-", " ")) for name in SORTS],
         empty_label=None,
         method="filter_sort",
+        label="Sort by",
     )
 
     class Meta:
@@ -50,6 +54,12 @@ class MemoryListFilter(django_filters.FilterSet):
 
     def filter_active(self, queryset: QuerySet[Memory], name: str, value: str) -> QuerySet[Memory]:
         return queryset.filter(active=value == "yes") if value else queryset
+
+    def filter_stale(self, queryset: QuerySet[Memory], name: str, value: str) -> QuerySet[Memory]:
+        """Flagged for re-review (by a code change or an agent's flag) and not reviewed since."""
+        if not value:
+            return queryset
+        return queryset.filter(stale_at__isnull=value == "no")
 
     def filter_tag(self, queryset: QuerySet[Memory], name: str, value: str) -> QuerySet[Memory]:
         value = value.strip()

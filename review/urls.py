@@ -14,6 +14,7 @@ urlpatterns = [
     path(f"{project}/memories/", views.memory_list, name="memories"),
     path(f"{project}/preview/", views.preview, name="preview"),
     path(f"{project}/runs/", views.runs, name="runs"),
+    path(f"{project}/runs/<int:pk>/", views.run_detail, name="run"),
     path("conflicts/", views.conflicts, name="conflicts"),
     path(f"{project}/conflicts/", views.conflicts, name="project-conflicts"),
     path("conflicts/<int:pk>/", views.conflict_detail, name="conflict"),

@@ -32,7 +32,7 @@ from django_htmx.middleware import HtmxDetails
 from assembly.services import ContextRequest, context_assemble
 from memories import roles, selectors, services
 from memories.actors import Actor
-from memories.models import Memory, MemoryEvent, MemoryPair, Project, Role, Scope
+from memories.models import Memory, MemoryEvent, MemoryPair, Project, Role, Run, Scope
 from memories.text import is_whole_number
 from policies.models import JobState
 from review.forms import MemoryEditForm, MemoryListFilter, PreviewForm
@@ -200,6 +200,9 @@ def _queue(request: HtmxHttpRequest, project: Project | None, params: Any) -> di
         within=roles.projects_for(request.user),
         with_global=roles.role_in(request.user, None) is not None,
     )
+    only_global = project is None and params.get("scope") == "global"
+    if only_global:
+        waiting = waiting.filter(project__isnull=True)
     cursor = params.get("after", "")
     start = _after(order, cursor) if cursor else None
     if start is None:
@@ -221,6 +224,7 @@ def _queue(request: HtmxHttpRequest, project: Project | None, params: Any) -> di
         "page": page,
         "order": order,
         "orders": QUEUE_ORDERS,
+        "scope": "global" if only_global else "",
         "view": "queue",
         "is_reviewer": _is_reviewer(request, project.pk)
         if project
@@ -343,12 +347,65 @@ def preview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     )
 
 
+RUN_STATUSES = [
+    ("", "any"),
+    ("running", "running"),
+    ("succeeded", "succeeded"),
+    ("failed", "failed"),
+]
+
+
 @require_GET
 @login_required
 def runs(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     project = _project(request, slug)
-    page = _page(request, selectors.runs_recent(project=project), RUNS_PAGE_SIZE)
-    return render(request, "review/runs.html", {"project": project, "page": page})
+    status = request.GET.get("status", "")
+    text = request.GET.get("q", "").strip()[:200]
+    found = selectors.runs_recent(project=project)
+    if status in {value for value, _ in RUN_STATUSES if value}:
+        found = found.filter(status=status)
+    else:
+        status = ""
+    if text:
+        found = found.filter(Q(external_id__icontains=text) | Q(task_title__icontains=text))
+    query = QueryDict(mutable=True)
+    query.update({k: v for k, v in {"status": status, "q": text}.items() if v})
+    return render(
+        request,
+        "review/runs.html",
+        {
+            "project": project,
+            "page": _page(request, found, RUNS_PAGE_SIZE),
+            "status": status,
+            "statuses": RUN_STATUSES,
+            "q": text,
+            "query": query.urlencode(),
+        },
+    )
+
+
+@require_GET
+@login_required
+def run_detail(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
+    """A run: what it was given (rank, score) and what its outcome did to each memory's
+    confidence (from their history)."""
+    project = _project(request, slug)
+    run = get_object_or_404(Run.objects.filter(project=project), pk=pk)
+    given = list(
+        run.given.select_related("memory")
+        .only(
+            "rank", "score", "memory__id", "memory__type", "memory__content", "memory__confidence"
+        )
+        .order_by("rank")
+    )
+    moved = {
+        event.memory_id: event.changes.get("confidence")
+        for event in MemoryEvent.objects.filter(run=run, action="outcome").only(
+            "memory_id", "changes"
+        )
+    }
+    rows = [{"given": g, "moved": moved.get(g.memory_id)} for g in given]
+    return render(request, "review/run.html", {"project": project, "run": run, "rows": rows})
 
 
 # --- actions ----------------------------------------------------------------------------------

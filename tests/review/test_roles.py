@@ -26,6 +26,7 @@ ROUTES = [
     ("memories", "get", "slug", None, "viewer"),
     ("preview", "get", "slug", None, "viewer"),
     ("runs", "get", "slug", None, "viewer"),
+    ("run", "get", "run", None, "viewer"),
     ("project-conflicts", "get", "slug", None, "viewer"),
     ("memory", "get", "memory", None, "viewer"),
     ("memory-row", "get", "memory", None, "viewer"),
@@ -52,13 +53,14 @@ def world(db):
         project = ProjectFactory(slug=f"project-{name}")
         MemoryFactory(project=project, content=f"{name.upper()}: {TEN}", tags=["src/ledger/**"])
         MemoryFactory(project=project, content=f"{name.upper()}: {THIRTY}", tags=["src/ledger/**"])
-        RunFactory(project=project)
+        run = RunFactory(project=project)
         memory = Memory.objects.filter(project=project).order_by("id").first()
         made[name] = {
             "project": project,
             "memory": memory,
             "pair": MemoryPair.objects.get(project=project),
             "event": memory.events.latest("id"),
+            "run": run,
         }
     return made
 
@@ -78,6 +80,7 @@ def call(client: Client, world, name: str, method: str, target: str | None, data
         "slug": [things["project"].slug],
         "memory": [things["memory"].pk],
         "pair": [things["pair"].pk],
+        "run": [things["project"].slug, things["run"].pk],
         None: [],
     }[target]
     body = None

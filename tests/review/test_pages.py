@@ -1,0 +1,77 @@
+"""Pages that explain themselves: the dashboard's links, the runs and a run's page, the
+memory list's stale filter and labels."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from memories import services
+from memories.models import Memory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_dashboard_links_stale_and_global_and_names_jobs_in_words(
+    reviewer_client, project, make_memory, reviewer_actor
+):
+    from policies.models import JobState
+
+    memory = make_memory(project=project)
+    services.memory_flag(memory=memory, actor=reviewer_actor, reason="looks old")
+    JobState.objects.create(name="decay_memories")
+    page = reviewer_client.get(reverse("review:dashboard")).text
+    stale = reverse("review:memories", args=[project.slug]) + "?stale=yes&amp;active=yes"
+    assert f'href="{stale}">1</a>' in page
+    assert f'href="{reverse("review:queue")}?scope=global"' in page
+    assert "Confidence decay" in page
+
+
+def test_the_stale_filter_lists_flagged_memories_only(
+    reviewer_client, project, make_memory, reviewer_actor
+):
+    flagged, other = make_memory(project=project), make_memory(project=project)
+    services.memory_flag(memory=flagged, actor=reviewer_actor, reason="x")
+    url = reverse("review:memories", args=[project.slug])
+    shown = reviewer_client.get(url, {"stale": "yes"}).context["page"].object_list
+    assert [m.pk for m in shown] == [flagged.pk]
+    page = reviewer_client.get(url).text
+    assert "[invalid name]" not in page
+    assert "Sort by" in page
+    assert other.pk in [m.pk for m in reviewer_client.get(url, {"stale": "no"}).context["page"]]
+
+
+def test_the_global_queue_shows_global_memories_only(reviewer_client, project, make_memory):
+    from tests.factories import MemoryFactory
+
+    proposal = MemoryFactory(project=None, scope="global", content="Use UTC everywhere.")
+    mine = make_memory(project=project, content="Project rule.")
+    page = reviewer_client.get(reverse("review:queue"), {"scope": "global"}).text
+    assert "Use UTC everywhere." in page
+    assert "Project rule." not in page
+    assert f"#memory-{mine.pk}" not in page
+    assert proposal.pk
+
+
+def test_runs_are_filtered_counted_as_runs_and_each_has_a_page(
+    reviewer_client, project, make_memory, make_run, system_actor
+):
+    runs = [make_run(project=project, external_id=f"deploy-{n}") for n in range(5)]
+    memory = make_memory(project=project, content="Given memory")
+    services.run_give_memories(run=runs[0], ranked=[(memory.pk, 0.8)])
+    before = Memory.objects.get(pk=memory.pk).confidence
+    services.run_record_outcome(run=runs[0], outcome="failed", actor=system_actor)
+    after = Memory.objects.get(pk=memory.pk).confidence
+    url = reverse("review:runs", args=[project.slug])
+    page = reviewer_client.get(url).text
+    assert "5 runs" in page
+    assert "5 memories" not in page
+    failed = reviewer_client.get(url, {"status": "failed"}).context["page"].object_list
+    assert [r.pk for r in failed] == [runs[0].pk]
+    found = reviewer_client.get(url, {"q": "deploy-3"}).context["page"].object_list
+    assert [r.pk for r in found] == [runs[3].pk]
+    run_page = reviewer_client.get(reverse("review:run", args=[project.slug, runs[0].pk])).text
+    assert "Given memory" in run_page
+    assert "0.800" in run_page  # its score
+    assert f"{before:.2f} → {after:.2f}" in run_page  # what the outcome did
+    assert "Prompt hash" in run_page
