@@ -149,3 +149,29 @@ def test_the_demo_prints_an_administrators_login(capsys, settings):
     admin = get_user_model().objects.get(username=settings.DEMO_ADMIN_USERNAME)
     assert admin.is_superuser
     assert admin.check_password(settings.DEMO_ADMIN_PASSWORD)
+
+
+@pytest.mark.django_db
+def test_the_demo_tells_the_truth_about_uses():
+    """A memory's uses in the demo are the runs it was given (with those of the near-twins
+    merged into it), its last use the last of them."""
+    from django.core.management import call_command
+    from django.db.models import Count, Max
+
+    from memories.models import Memory, RunMemory
+
+    call_command("seed_demo")
+    given = {
+        row["memory_id"]: row
+        for row in RunMemory.objects.filter(run__project__slug="demo")
+        .values("memory_id")
+        .annotate(times=Count("id"), last=Max("run__started_at"))
+    }
+    memories = Memory.objects.filter(project__slug="demo")
+    assert any(m.access_count > 10 for m in memories)  # weeks of use
+    for memory in memories:
+        rows = [given[pk] for pk in [memory.pk, *memory.merged.values_list("pk", flat=True)]
+                if pk in given]  # fmt: skip
+        assert memory.access_count == sum(row["times"] for row in rows), memory.pk
+        if rows:
+            assert memory.last_accessed_at == max(row["last"] for row in rows)

@@ -33,7 +33,11 @@ def test_seed_demo_without_debug_makes_a_random_password_and_prints_it_once(sett
     settings.DEBUG = False
     out = StringIO()
     call_command("seed_demo", stdout=out)
-    password = out.getvalue().strip().splitlines()[-1].rsplit(" ", 1)[1]
+    lines = out.getvalue().strip().splitlines()
+    password = next(line for line in lines if line.startswith("Reviewer login")).rsplit(" ", 1)[1]
+    admin_password = next(line for line in lines if line.startswith("Administrator")).split()[-1]
+    assert admin_password != "administer-the-memories"
+    assert len(admin_password) >= 20
     assert password != "review-the-memories"
     assert len(password) >= 20
     request = RequestFactory().post("/accounts/login/")

@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.core.management.base import BaseCommand
 from django.db import transaction
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from memories import services
@@ -22,6 +23,8 @@ from memories.models import (
     MemoryType,
     Project,
     ReviewStatus,
+    Run,
+    RunMemory,
     Source,
 )
 from memories.services import uses
@@ -147,6 +150,14 @@ DEMO_JOBS: list[Callable[..., JobResult]] = [
 
 # The password the README publishes for the demo reviewer.
 PUBLISHED_PASSWORD = "review-the-memories"
+HISTORY_TASKS = [
+    "Fix the invoice PDF layout",
+    "Add a CSV export of payments",
+    "Upgrade the ORM",
+    "Tidy the checkout tests",
+    "Speed up the ledger report",
+    "Handle bank holidays in due dates",
+]
 PUBLISHED_ADMIN_PASSWORD = "administer-the-memories"
 
 
@@ -281,14 +292,36 @@ class Command(BaseCommand):
         services.memories_set_pinned(
             memory_ids=[memories[0].pk, memories[1].pk], pinned=True, actor=human
         )
-        # A few weeks of use (the tiers job below sorts them into hot, warm and cold).
+        # A few weeks of use: earlier runs, each given some memories (a few favourites more
+        # often), most of them successful. A memory's uses are the runs given it, and its
+        # last use the last of them (the tiers job below sorts them into hot, warm, cold).
         now = timezone.now()
-        uses.write_counts(
-            {
-                memory.pk: (rng.randint(0, 40), now - timedelta(days=rng.randint(0, 60)))
-                for memory in memories
-            }
+        favourites = memories[:12]
+        for week in range(24):
+            started = now - timedelta(days=60 - week * 2.5, hours=rng.randint(0, 12))
+            run, _ = services.run_start(
+                project=project,
+                external_id=f"history-{week + 1:03d}",
+                task_title=rng.choice(HISTORY_TASKS),
+                write_scope=[],
+                actor=system,
+            )
+            chosen = rng.sample(favourites, 3) + rng.sample(memories[12:], 3)
+            services.run_give_memories(
+                run=run, ranked=[(memory.pk, round(rng.uniform(0.4, 0.9), 3)) for memory in chosen]
+            )
+            services.run_record_outcome(
+                run=run, outcome="failed" if week % 5 == 4 else "succeeded", actor=system
+            )
+            Run.objects.filter(pk=run.pk).update(
+                started_at=started, finished_at=started + timedelta(minutes=rng.randint(3, 40))
+            )
+        given = (
+            RunMemory.objects.filter(run__project=project)
+            .values("memory_id")
+            .annotate(times=Count("id"), last=Max("run__started_at"))
         )
+        uses.write_counts({row["memory_id"]: (row["times"], row["last"]) for row in given})
         for memory in [m for m in memories if m.type == MemoryType.CONTEXT][:3]:
             services.memory_update(memory=memory, actor=system, expires_at=now + timedelta(days=3))
         # A global memory waiting for a reviewer, and one approved.
