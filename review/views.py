@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core import signing
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -270,6 +271,7 @@ def memory_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     _may_see(request, _owner(memory))
     history = list(selectors.memory_history(memory_id=memory.pk)[:HISTORY_SHOWN])
     points = selectors.confidence_over_time(memory=memory, history=history)
+    _name_approvers(history)
     return render(
         request,
         "review/memory.html",
@@ -761,6 +763,26 @@ def _with_memories(rows: Sequence[Any], memories: dict[int, Memory]) -> list[dic
             }
         shown.append({**fields, "memory": memories.get(row.id)})
     return shown
+
+
+def _name_approvers(history: Sequence[MemoryEvent]) -> None:
+    """History keeps the approver as a user id: show their name (one query)."""
+    ids = {
+        value
+        for event in history
+        for value in (event.changes or {}).get("approved_by") or []
+        if isinstance(value, int)
+    }
+    if not ids:
+        return
+    names = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
+    for event in history:
+        change = (event.changes or {}).get("approved_by")
+        if change:
+            event.changes = {
+                **event.changes,
+                "approved_by": [names.get(v, v) if isinstance(v, int) else v for v in change],
+            }
 
 
 @dataclass(frozen=True)

@@ -75,3 +75,10 @@ def test_runs_are_filtered_counted_as_runs_and_each_has_a_page(
     assert "0.800" in run_page  # its score
     assert f"{before:.2f} → {after:.2f}" in run_page  # what the outcome did
     assert "Prompt hash" in run_page
+
+
+def test_history_names_the_approver(reviewer_client, reviewer, project, make_memory, reviewer_actor):
+    memory = make_memory(project=project)
+    services.memory_approve(memory=memory, actor=reviewer_actor)
+    page = reviewer_client.get(reverse("review:memory", args=[memory.pk])).text
+    assert f'<td class="after">{reviewer.username}</td>' in page
