@@ -77,7 +77,9 @@ def test_runs_are_filtered_counted_as_runs_and_each_has_a_page(
     assert "Prompt hash" in run_page
 
 
-def test_history_names_the_approver(reviewer_client, reviewer, project, make_memory, reviewer_actor):
+def test_history_names_the_approver(
+    reviewer_client, reviewer, project, make_memory, reviewer_actor
+):
     memory = make_memory(project=project)
     services.memory_approve(memory=memory, actor=reviewer_actor)
     page = reviewer_client.get(reverse("review:memory", args=[memory.pk])).text
