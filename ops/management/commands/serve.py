@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 from typing import Any
 
@@ -38,6 +39,10 @@ class Command(BaseCommand):
         # `exec` makes each service the process honcho signals and waits for.
         python = f"exec {sys.executable}"
         manager = Manager()
+        # honcho asks a process group to stop; the worker's own pool processes are in it and
+        # would be stopped under it (an error in its log). Ask each service alone: the worker
+        # then stops its pool itself. (Killing, after STOP_SECONDS, is still of the group.)
+        manager._procmgr.terminate = lambda pid: os.kill(pid, signal.SIGTERM)
         manager.add_process("web", f"{python} manage.py runserver {addr} --noreload", env=env)
         manager.add_process(
             "worker",
