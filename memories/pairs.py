@@ -120,26 +120,38 @@ LEFT JOIN {POLICIES} pol ON f.anchor = f.id AND pol.project_id = m.project_id
 """
 
 
-def _nearest(row: Row) -> list[int]:
+def _nearest(rows: Sequence[Row]) -> dict[int, list[int]]:
+    """The memories nearest in meaning to each row (its project's and global ones), by the
+    HNSW index: one statement for all the rows."""
     index = embeddings.nearest_index()
-    if index is None or row.vector is None or len(row.vector) != index[1]:
-        return []
+    asked = [row for row in rows if index is not None and row.vector is not None
+             and len(row.vector) == index[1]]  # fmt: skip
+    if index is None or not asked:
+        return {}
     vector = f"vector({int(index[1])})"
-    where = "e.project_id IS NULL" if row.project_id is None else "(e.project_id = %(project)s"
-    where += "" if row.project_id is None else " OR e.project_id IS NULL)"
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT e.memory_id FROM {EMBEDDINGS} e WHERE e.model = %(model)s AND {where}"
-            f" AND e.memory_id <> %(id)s ORDER BY e.vector::{vector} <=> %(vector)s::{vector}"
-            f" LIMIT {NEAREST}",
+            f"""SELECT q.id, n.memory_id
+            FROM unnest(%(ids)s::bigint[], %(projects)s::bigint[], %(vectors)s::text[])
+                AS q(id, project_id, vector)
+            CROSS JOIN LATERAL (
+                SELECT e.memory_id FROM {EMBEDDINGS} e
+                WHERE e.model = %(model)s AND e.memory_id <> q.id
+                    AND (e.project_id = q.project_id OR e.project_id IS NULL)
+                ORDER BY e.vector::{vector} <=> q.vector::{vector}
+                LIMIT {NEAREST}
+            ) AS n""",
             {
                 "model": index[0],
-                "project": row.project_id,
-                "id": row.id,
-                "vector": embeddings.vector_text(row.vector, "[]"),
+                "ids": [row.id for row in asked],
+                "projects": [row.project_id for row in asked],
+                "vectors": [embeddings.vector_text(row.vector, "[]") for row in asked],
             },
         )
-        return [found for (found,) in cursor.fetchall()]
+        found: dict[int, list[int]] = {}
+        for memory_id, near in cursor.fetchall():
+            found.setdefault(memory_id, []).append(near)
+    return found
 
 
 @dataclass
@@ -193,7 +205,7 @@ def _found(ids: Sequence[int], model: str) -> Found:
         else:
             found.candidates.setdefault(anchor, []).append(memory_id)
     found.rows.sort(key=lambda row: row.id)
-    nearest = {row.id: _nearest(row) for row in found.rows}
+    nearest = _nearest(found.rows)
     missing = sorted({i for ids in nearest.values() for i in ids} - set(found.read))
     for row in _rows(missing, model):
         found.read[row.id] = row

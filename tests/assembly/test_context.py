@@ -127,7 +127,9 @@ def test_same_memories_and_request_give_byte_identical_text(project, make_memory
 
 
 def test_run_records_what_it_was_given_and_its_outcome_moves_it(project, make_memory, make_run):
-    memories = [make_memory(project=project, content=f"m{i}") for i in range(3)]
+    # Three memories that say different things (three one-word ones mean the same to the
+    # embedding model, and two would be repeats).
+    memories = [make_memory(project=project, content=distinct_sentence(i)) for i in range(3)]
     run = make_run(project=project)
     result = assemble(project, run_id=run.pk)
     run.refresh_from_db()

@@ -42,7 +42,7 @@ def test_a_batch_is_a_bounded_number_of_statements(project, make_memory):
         with CaptureQueriesContext(connection) as queries:
             find_conflicts(batch_size=batch, seconds=None)
         per_batch = len(queries) / (40 / batch + 1)
-        assert per_batch <= 14, [q["sql"][:60] for q in queries]
+        assert per_batch <= 14, [str(q["sql"])[:60] for q in queries]
 
 
 def test_the_job_stops_at_its_time_budget_and_goes_on_next_time(project, make_memory):
