@@ -145,7 +145,11 @@ def _nearest(rows: Sequence[Row]) -> dict[int, list[int]]:
                 "model": index[0],
                 "ids": [row.id for row in asked],
                 "projects": [row.project_id for row in asked],
-                "vectors": [embeddings.vector_text(row.vector, "[]") for row in asked],
+                "vectors": [
+                    embeddings.vector_text(row.vector, "[]")
+                    for row in asked
+                    if row.vector is not None  # (all of them: asked has vectors)
+                ],
             },
         )
         found: dict[int, list[int]] = {}
