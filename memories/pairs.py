@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -52,6 +52,8 @@ PAIRS_TABLE = MemoryPair._meta.db_table
 POLICIES = MemoryPolicy._meta.db_table
 CANDIDATES = 20
 NEAREST = 10
+# How many index entries the HNSW search looks at before the project filter (hnsw.ef_search).
+NEAREST_SEARCH = 200
 # Of those, the closest in meaning are read word by word.
 COMPARED = 8
 PROBE_WORDS = 4
@@ -129,7 +131,10 @@ def _nearest(rows: Sequence[Row]) -> dict[int, list[int]]:
     if index is None or not asked:
         return {}
     vector = f"vector({int(index[1])})"
-    with connection.cursor() as cursor:
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        # The index is searched before the project is filtered: a wider search keeps the
+        # nearest of a small project among those of many others (pgvector's default is 40).
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {NEAREST_SEARCH}")
         cursor.execute(
             f"""SELECT q.id, n.memory_id
             FROM unnest(%(ids)s::bigint[], %(projects)s::bigint[], %(vectors)s::text[])

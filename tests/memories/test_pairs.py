@@ -114,10 +114,11 @@ def test_finding_pairs_is_the_same_few_statements_for_one_memory_or_many(
     with CaptureQueriesContext(connection) as queries:
         pairs.find([memory.pk for memory in new], found_by="test")
     # the memories, their thresholds and candidates; their pairs; one INSERT (with pgvector,
-    # one nearest-by-meaning lookup for all of them, and one read of those not read yet)
+    # one nearest-by-meaning lookup for all of them with its search width, and one read of
+    # those not read yet)
     shown = [str(q["sql"])[:80] for q in queries]
     if embeddings.nearest_index():
-        assert 4 <= len(queries) <= 5, shown
+        assert 5 <= len(queries) <= 6, shown
     else:
         assert len(queries) == 3, shown
     for memory in new:
