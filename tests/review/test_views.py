@@ -560,14 +560,22 @@ def test_preview_shows_what_the_agent_would_get_and_records_nothing(
     assert not rule.given_to.exists()
 
 
-def test_preview_names_what_was_dropped_and_why(
-    reviewer_client, project, make_memory, reviewer_actor
-):
-    for number in range(5):
-        memory = make_memory(
-            project=project, content=f"{distinct_sentence(number)} The ledger stays balanced."
-        )
-        services.memory_approve(memory=memory, actor=reviewer_actor)
+@pytest.fixture
+def ledger(project, make_memory, reviewer_actor):
+    """Approved memories about the ledger, each saying something else."""
+
+    def make(count: int) -> None:
+        for number in range(count):
+            memory = make_memory(
+                project=project, content=f"{distinct_sentence(number)} The ledger stays balanced."
+            )
+            services.memory_approve(memory=memory, actor=reviewer_actor)
+
+    return make
+
+
+def test_preview_names_what_was_dropped_and_why(reviewer_client, project, ledger):
+    ledger(5)
     response = reviewer_client.get(
         reverse("review:preview", args=[project.slug]), {"intent": "ledger", "token_budget": 20}
     )
@@ -628,14 +636,8 @@ def test_runs_show_outcomes_and_given_memories_in_fixed_queries(
     assert response.text.count('class="status failed"') == 2
 
 
-def test_preview_shows_and_changes_the_limit_and_explains_itself(
-    reviewer_client, project, make_memory, reviewer_actor
-):
-    for number in range(6):
-        memory = make_memory(
-            project=project, content=f"{distinct_sentence(number)} The ledger stays balanced."
-        )
-        services.memory_approve(memory=memory, actor=reviewer_actor)
+def test_preview_shows_and_changes_the_limit_and_explains_itself(reviewer_client, project, ledger):
+    ledger(6)
     url = reverse("review:preview", args=[project.slug])
     policy_limit = project.policy.selection_limit
     default = reviewer_client.get(url, {"intent": "ledger", "token_budget": 2000})
