@@ -124,7 +124,14 @@ class ScorePartsOut(serializers.Serializer):
         help_text="How much of the write scope its tags cover, and how specifically (0 to 1)."
     )
     entities = serializers.FloatField(help_text="The share of the request's entities it mentions.")
-    textRelevance = serializers.FloatField()
+    textRelevance = serializers.FloatField(
+        help_text="BM25 of the intent's words, relative to the best candidate's (0 to 1)."
+    )
+    pathText = serializers.FloatField(
+        help_text="BM25 of the write scope's words (its folders and file names) against the "
+        "memory's words, relative to the best candidate's (0 to 1)."
+    )
+    semantic = serializers.FloatField(help_text="Cosine of its meaning with the task's (0 to 1).")
     quality = serializers.FloatField()
     recency = serializers.FloatField()
 

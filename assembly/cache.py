@@ -78,7 +78,7 @@ class Answer:
 
     result: Context | None
     body: bytes | None
-    given: list[tuple[int, float]]
+    given: list[tuple[int, float, dict[str, float]]]
     prompt_hash: str
 
 
@@ -93,7 +93,28 @@ class Lookup:
 
 # The shape of a stored Answer: a new shape is a new key, so processes of two releases that
 # share the cache (a rolling deploy) never read each other's entries.
-ENTRY_FORMAT = 4
+ENTRY_FORMAT = 5
+
+
+def versions(project_id: int) -> dict[str, str] | None:
+    """The current versions of a project's memories and of the global ones, by owner (the
+    project's id as text, and "g"), or None when the cache cannot say."""
+    if not _trusted():
+        return None
+    keys = [_version_key(project_id), _version_key(GLOBAL)]
+    try:
+        found = caches[CACHE_ALIAS].get_many(keys)
+    except Exception as exc:
+        _failed("read", exc)
+        return None
+    return owners(project_id, (found.get(keys[0], "0"), found.get(keys[1], "0")))
+
+
+def owners(project_id: int, read: tuple[str, str]) -> dict[str, str] | None:
+    """Versions as a lookup read them, by owner (None when they are unknown)."""
+    if read == UNKNOWN:
+        return None
+    return {str(project_id): read[0], "g": read[1]}
 
 
 def _entry_key(project_id: int, digest: str) -> str:

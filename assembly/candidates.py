@@ -19,26 +19,26 @@ through the ORM cost more time than running it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 import psycopg
 from django.db import OperationalError, connection, transaction
 
+from assembly.scope import scope_keys
 from memories.matching import scope_lookup, scope_params, tag_match
 from memories.models import Memory, MemoryEmbedding, Scope
 from memories.models.choices import sql_literal
 from memories.statements import server_cursor
-from memories.statistics import (
-    common_word_keys,
-    common_word_rows,
-    statistics,
-)
+from memories.statistics import common_word_keys, common_word_rows, statistics, word_rows
 from memories.tags import probe_keys
+from memories.words import TaskWords, task_words, tsquery_literal
 
 MEMORIES = Memory._meta.db_table
 EMBEDDINGS = MemoryEmbedding._meta.db_table
@@ -109,11 +109,6 @@ _USABLE = (
     "m.active AND (m.expires_at IS NULL OR m.expires_at > %(now)s)"
     " AND m.confidence >= %(min_confidence)s"
 )
-# The intent's lexemes (stemmed like the stored keys), less the ones the statistics call common.
-_WORDS = """
-    SELECT coalesce(array_agg(word), '{{}}') AS words
-    FROM unnest(tsvector_to_array(to_tsvector('pg_catalog.english', %(intent)s::text))) AS word
-    WHERE %(owner_{i})s || ':w:' || word <> ALL(%(common_{i})s::text[])"""
 # Each owner's number of active memories and their mean number of distinct words (BM25's N
 # and average length), read at most every COMMON_WORDS_SECONDS per process as well, from at
 # most OWNER_SAMPLE rows: an owner with more has its count estimated by the planner (from the
@@ -145,73 +140,159 @@ def owner_stats(owner: str) -> tuple[int, float]:
     return stats[owner]
 
 
-# Any word of the intent counts (an OR of its stemmed lexemes), built once per statement.
-_QUERY = (
-    "query AS (SELECT replace(plainto_tsquery('english', %(intent)s::text)::text,"
-    " ' & ', ' | ')::tsquery AS q)"
-)
-# BM25 (Okapi): each word of the intent weighs by its rarity in the source's owner (IDF from
-# its document frequency: ANALYZE's estimate for a common word, else the rows holding it,
+# BM25 (Okapi): each word of the task weighs by its rarity in the source's owner (IDF from
+# its document frequency: ANALYZE's estimate for a word it lists, else the rows holding it,
 # counted up to DF_COUNTED through the match-key index), and by how often the memory says it
-# against the memory's length. A memory holding none of the words ranks 0 without the sum.
+# against the memory's length.
 BM25_K1 = 1.2
 BM25_B = 0.75
 DF_COUNTED = 500
-# A word's memories, counted up to DF_COUNTED through the match-key index. The key is a
+# A word's memories, counted up to DF_COUNTED through the match-key index. Each key is a
 # parameter of its own, so that PostgreSQL plans the count for that very key (a key the
 # statistics do not list is rare: an index lookup, never a scan stopped at the limit).
 _DF_COUNT = (
     f"(SELECT count(*) FROM (SELECT 1 FROM {MEMORIES} d"
     " WHERE d.match_keys @> %({key})s::text[] AND d.active LIMIT " + str(DF_COUNTED) + ") AS x)"
 )
+# Counted frequencies, kept per process for the owner's version of its memories (assembly
+# .cache: any write gives the owner a new one), so that a word is counted once per version.
+DF_KEPT_VERSIONS = 256
+_counted: OrderedDict[tuple[str, str], dict[str, float]] = OrderedDict()
+_counted_lock = threading.Lock()
 
 
-@lru_cache(maxsize=4096)
-def intent_words(intent: str) -> tuple[str, ...]:
-    """The intent's lexemes, stemmed as the stored ones (remembered per process)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT tsvector_to_array(to_tsvector('pg_catalog.english', %s::text))", [intent]
-        )
-        return tuple(cursor.fetchone()[0])
+@dataclass(frozen=True)
+class Term:
+    """A word of the task: its IDF in the source's owner, and whether the intent and whether
+    the write scope say it."""
+
+    word: str
+    idf: float
+    df: float
+    intent: bool
+    path: bool
 
 
-def _terms(i: int, owner: str, intent: str, params: dict[str, Any]) -> str:
-    """The CTE ``terms_i``: each word of the intent and its IDF in ``owner``."""
+def document_frequencies(
+    owner: str, words: Sequence[str], version: str | None = None
+) -> dict[str, float]:
+    """How many of ``owner``'s active memories hold each word: ANALYZE's estimate where it
+    has one, else counted (up to DF_COUNTED) in one statement, and remembered for the
+    owner's ``version`` when it is known."""
     common = common_word_rows(owner)
-    docs, mean_length = owner_stats(owner)
-    params[f"docs_{i}"] = float(max(docs, 1))
-    params[f"avgdl_{i}"] = mean_length
-    rows = []
-    for j, word in enumerate(intent_words(intent)):
+    known = word_rows()
+    found: dict[str, float] = {}
+    missing: list[str] = []
+    with _counted_lock:
+        kept = _counted.get((owner, version), {}) if version else {}
+    for word in words:
         key = f"{owner}:w:{word}"
-        params[f"word_{i}_{j}"] = word
-        if key in common:
-            params[f"df_{i}_{j}"] = common[key]
-            df = f"%(df_{i}_{j})s::float8"
+        df = common.get(key) or known.get(key) or kept.get(word)
+        if df is None:
+            missing.append(word)
         else:
-            params[f"key_{i}_{j}"] = [key]
-            df = _DF_COUNT.format(key=f"key_{i}_{j}")
-        rows.append(f"(%(word_{i}_{j})s::text, {df})")
-    if not rows:
-        return f"terms_{i} AS (SELECT NULL::text AS word, 0.0::float8 AS idf WHERE false)"
+            found[word] = float(df)
+    if missing:
+        params = {f"k{j}": [f"{owner}:w:{word}"] for j, word in enumerate(missing)}
+        counts = ", ".join(_DF_COUNT.format(key=f"k{j}") for j in range(len(missing)))
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT ARRAY[{counts}]", params)
+            counted = dict(zip(missing, map(float, cursor.fetchone()[0]), strict=True))
+        found.update(counted)
+        if version:
+            with _counted_lock:
+                _counted.setdefault((owner, version), {}).update(counted)
+                _counted.move_to_end((owner, version))
+                while len(_counted) > DF_KEPT_VERSIONS:
+                    _counted.popitem(last=False)
+    return found
+
+
+def task_terms(owner: str, words: TaskWords, version: str | None = None) -> list[Term]:
+    """The task's words with their IDF in ``owner`` (whose ``version`` of its memories,
+    when known, lets counted frequencies be reused)."""
+    docs = float(max(owner_stats(owner)[0], 1))
+    frequencies = document_frequencies(owner, words.all, version)
+    intent, path = set(words.intent), set(words.path)
+    return [
+        Term(
+            word,
+            round(math.log(1 + (docs - df + 0.5) / (df + 0.5)), 9),
+            df,
+            word in intent,
+            word in path,
+        )
+        for word, df in ((word, frequencies[word]) for word in words.all)
+    ]
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How the statement orders what it returns beyond the write-scope matches: the policy's
+    weights of the parts it can compute (assembly.packing.Weights; the rest are ranked in
+    Python over the rows returned)."""
+
+    scope: float
+    text: float
+    path: float
+    semantic: float
+    quality: float
+    recency: float
+    half_life_days: float = 30.0
+
+    @classmethod
+    def of(cls, weights: Any, half_life_days: float = 30.0) -> Ranking:
+        """The parts of ``weights`` (assembly.packing.Weights) this statement computes."""
+        return cls(
+            scope=weights.scope,
+            text=weights.text,
+            path=weights.path,
+            semantic=weights.semantic,
+            quality=weights.quality,
+            recency=weights.recency,
+            half_life_days=half_life_days,
+        )
+
+
+def _length_norm(i: int) -> str:
+    """BM25's saturation of one occurrence in memory ``m`` for its length."""
     return (
-        f"terms_{i} AS (SELECT word, ln(1 + (%(docs_{i})s::float8 - n + 0.5) / (n + 0.5)) AS idf"
-        f" FROM (VALUES {', '.join(rows)}) AS t(word, n))"
+        f"{BM25_K1 + 1} / (1 + {BM25_K1} * ({1 - BM25_B} + {BM25_B}"
+        f" * length(m.search_vector) / %(avgdl_{i})s::float8))"
     )
 
 
-def _bm25(i: int) -> str:
-    return (
-        f"(SELECT coalesce(sum(t.idf * cardinality(u.positions) * {BM25_K1 + 1}"
-        f" / (cardinality(u.positions) + {BM25_K1} * ({1 - BM25_B} + {BM25_B}"
-        f" * length(m.search_vector) / %(avgdl_{i})s::float8))), 0)"
-        f" FROM unnest(m.search_vector) AS u JOIN terms_{i} AS t ON t.word = u.lexeme)"
+def _presence(i: int, terms: Sequence[Term], part: str, params: dict[str, Any]) -> str:
+    """BM25 of ``part`` (intent or path) counting each word once: a memory holds it or not
+    (one probe of its search vector a word; the shortlist's first estimate)."""
+    sums = []
+    for j, term in enumerate(terms):
+        if getattr(term, part) and term.idf > 0:
+            params[f"tq_{i}_{j}"] = tsquery_literal(term.word)
+            params[f"idf_{i}_{j}"] = term.idf
+            sums.append(
+                f"CASE WHEN m.search_vector @@ %(tq_{i}_{j})s::tsquery"
+                f" THEN %(idf_{i}_{j})s::float8 ELSE 0 END"
+            )
+    if not sums:
+        return "0.0::float8"
+    return f"(({' + '.join(sums)}) * {_length_norm(i)})"
+
+
+def _exact(i: int) -> str:
+    """BM25 of the intent's and of the write scope's words with their counts in the memory."""
+    saturation = (
+        f"t.idf * cardinality(u.positions) * {BM25_K1 + 1} / (cardinality(u.positions)"
+        f" + {BM25_K1} * ({1 - BM25_B} + {BM25_B}"
+        f" * length(m.search_vector) / %(avgdl_{i})s::float8))"
     )
-
-
-def _word_keys(i: int) -> str:
-    return f"ARRAY(SELECT %(owner_{i})s || ':w:' || w FROM unnest((SELECT words FROM words_{i})) w)"
+    return (
+        f"(SELECT coalesce(sum({saturation}) FILTER (WHERE t.intent), 0) AS intent,"
+        f" coalesce(sum({saturation}) FILTER (WHERE t.path), 0) AS path"
+        f" FROM unnest(m.search_vector) AS u JOIN unnest(%(t_word_{i})s::text[],"
+        f" %(t_idf_{i})s::float8[], %(t_intent_{i})s::bool[], %(t_path_{i})s::bool[])"
+        " AS t(word, idf, intent, path) ON t.word = u.lexeme)"
+    )
 
 
 def candidate_query(
@@ -225,129 +306,232 @@ def candidate_query(
     columns: str,
     left_out: int = 0,
     meaning: Meaning | None = None,
+    ranking: Ranking | None = None,
+    versions: Mapping[str, str] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """SQL and parameters of the ranked candidates; ``columns`` of ``m`` (the memory) to
-    return besides ``source`` (the index of its source), ``tag_match``, ``text_rank``,
-    ``quality`` and ``usable``.
+    return besides ``source`` (the index of its source), ``tag_match``, ``grade`` (the scope
+    grade of its tags, as far as their keys tell: assembly.scope.scope_keys), ``text_rank``
+    and ``path_rank`` (BM25 of the intent's and of the write scope's words), ``quality`` and
+    ``usable``.
+
+    The pool is bounded whatever the project's size: the write-scope matches, most specific
+    tags first (the graded keys, then the tags only a regex can match), up to SCOPE_POOL;
+    the first TEXT_POOL memories holding any of the task's distinctive words and the first
+    TEXT_POOL holding all of its intent's; the ``size`` best by confidence x relevance score.
+    Every usable row of the pool is graded before any is cut: matches first, then by
+    ``ranking``'s score of scope grade, words (each counted once), quality and recency; the
+    best 2 x ``size`` get their exact BM25 and are ranked again, and the best ``size`` are
+    returned. Without ``ranking`` (the seed's selection), matches first, then confidence x
+    relevance score.
 
     With ``meaning``, each row also has ``embedding``: its fresh vector by that model (as
     ``array_send`` gives a ``real[]``; NULL without one), read for the rows returned only.
     With pgvector's index (``meaning.vector``), the NEAR_POOL memories of each source nearest
-    the task join the pool and rank after the matches of its words, before the others.
+    the task join the pool, with their cosine as the semantic part of the first estimate.
 
     With ``left_out``, the same statement also returns, with ``usable`` false and in no
     particular order, up to that many of the active write-scope matches that the usable
-    rule leaves out (expired or not confident enough), most confident first: the one
-    write-scope lookup serves both, so the pool holds the first SCOPE_POOL active matches.
+    rule leaves out (expired or not confident enough), most confident first.
     """
     scope = [entry for entry in write_scope if entry]
+    entries = [entry for entry in scope if entry.strip()]
     probe = probe_keys(scope)
-    with_intent = bool(intent.strip())
+    keys = scope_keys(scope)
+    words = task_words(intent, scope) if ranking is not None else TaskWords((), ())
     params: dict[str, Any] = {
         **scope_params(scope),
-        "intent": intent,
         "size": size,
+        "shortlist": 2 * size,
         "now": now,
         "min_confidence": min_confidence,
         "left_out": left_out,
+        "entries": float(max(len(entries), 1)),
     }
-    ctes: list[str] = []
-    branches: list[str] = []
-    # Whether a pool row matches the write scope, decided once per row of the pool (a row
-    # found by words or quality may match too, when the scope had more than SCOPE_POOL).
-    tag_matches: list[str] = []
-    text_ranks: list[str] = []
-    nearest: list[str] = []
+    if ranking is not None:
+        params.update(
+            w_scope=ranking.scope,
+            w_text=ranking.text,
+            w_path=ranking.path,
+            w_semantic=ranking.semantic,
+            w_quality=ranking.quality,
+            w_recency=ranking.recency,
+            half_life=float(ranking.half_life_days),
+        )
     if meaning is not None:
         params["model"] = meaning.model
         params["meaning"] = meaning.vector
+    ctes: list[str] = []
+    ranked: list[str] = []
+    left: list[str] = []
+    # What the final order and the vectors' lookup read, whatever ``columns`` holds.
+    extra = ", m.id AS rank_id, m.confidence AS rank_confidence" + (
+        ", m.content_hash AS embedded_hash" if meaning is not None else ""
+    )
     for i, source in enumerate(sources):
         params.update(source.params)
         params[f"owner_{i}"] = source.owner
-        lookup, lookup_params = scope_lookup(i, source.owner, probe)
-        params.update(lookup_params)
+        params.update(scope_lookup(i, source.owner, probe)[1])
+        params[f"sk_key_{i}"] = [f"{source.owner}:{k.key}" for k in keys]
+        params[f"sk_entry_{i}"] = [k.entry for k in keys]
+        params[f"sk_grade_{i}"] = [k.grade for k in keys]
+        graded_keys = set(params[f"sk_key_{i}"])
+        params[f"other_{i}"] = sorted(
+            set(params[f"exact_{i}"]) - graded_keys | set(params[f"candidate_{i}"])
+        )
         matches = tag_match(i, probe)
-        tag_matches.append(f"WHEN {i} THEN {matches}")
-        select = f"SELECT m.id, m.confidence, {i} AS source"
+        found = [
+            # The write-scope matches through the graded keys, most specific first.
+            f"(SELECT f.id, f.usable, f.key, {i} AS source FROM (SELECT key, max(grade) AS best"
+            f" FROM unnest(%(sk_key_{i})s::text[], %(sk_grade_{i})s::float8[]) AS k(key, grade)"
+            " GROUP BY key ORDER BY best DESC, key) AS k CROSS JOIN LATERAL"
+            f" (SELECT m.id, {_USABLE} AS usable, k.key FROM {MEMORIES} m"
+            f" WHERE m.match_keys @> ARRAY[k.key] AND {source.key_filter} AND m.active"
+            f" LIMIT {SCOPE_POOL}) AS f LIMIT {SCOPE_POOL})",
+        ]
+        # Matches of tags the keys cannot grade (other globs), and of the scope's own globs.
+        other = f" AND m.match_keys && %(other_{i})s::text[]" if probe.anchored else ""
+        scoped = source.key_filter if probe.anchored else source.condition
+        found.append(
+            f"(SELECT m.id, {_USABLE} AS usable, '' AS key, {i} AS source FROM {MEMORIES} m"
+            f" WHERE {scoped} AND m.active{other} AND {matches} LIMIT {SCOPE_POOL})"
+        )
 
-        def usable(where: str, select: str = select) -> str:
-            return f"{select}, true AS usable FROM {MEMORIES} m WHERE {where} AND {_USABLE}"
-
-        # Through the match keys, the source's own keys already narrow the rows to it.
-        scoped = source.key_filter if lookup else source.condition
-        if left_out:
-            branches.append(
-                f"({select}, {_USABLE} AS usable FROM {MEMORIES} m"
-                f" WHERE {scoped} AND m.active{lookup} AND {matches} LIMIT {SCOPE_POOL})"
+        def usable(where: str, i: int = i) -> str:
+            return (
+                f"SELECT m.id, true AS usable, NULL::text AS key, {i} AS source"
+                f" FROM {MEMORIES} m WHERE {where} AND {_USABLE}"
             )
-        else:
-            branches.append(f"({usable(scoped)}{lookup} AND {matches} LIMIT {SCOPE_POOL})")
-        if with_intent:
-            params[f"common_{i}"] = common_word_keys(source.owner)
-            ctes.append(f"words_{i} AS ({_WORDS.format(i=i)})")
-            ctes.append(_terms(i, source.owner, intent, params))
-            text_ranks.append(f"WHEN {i} THEN {_bm25(i)}")
+
+        terms = (
+            task_terms(source.owner, words, (versions or {}).get(source.owner)) if words.all else []
+        )
+        params[f"avgdl_{i}"] = owner_stats(source.owner)[1] if terms else 1.0
+        params[f"t_word_{i}"] = [t.word for t in terms]
+        params[f"t_idf_{i}"] = [t.idf for t in terms]
+        params[f"t_intent_{i}"] = [t.intent for t in terms]
+        params[f"t_path_{i}"] = [t.path for t in terms]
+        # The memories holding the task's words, through their keys: not the words the
+        # statistics call common (memories.statistics), nor a word of the write scope that
+        # more than TEXT_POOL memories hold (those are the scope's matches, found above).
+        common = set(common_word_keys(source.owner))
+        looked_up = [
+            (term, key)
+            for term in terms
+            if (key := f"{source.owner}:w:{term.word}") not in common
+            and (term.intent or term.df <= TEXT_POOL)
+        ]
+        if looked_up:
             by_word = usable(source.key_filter)
-            branches.append(f"({by_word} AND m.match_keys && {_word_keys(i)} LIMIT {TEXT_POOL})")
-            branches.append(
-                f"({by_word} AND cardinality((SELECT words FROM words_{i})) > 0"
-                f" AND m.match_keys @> {_word_keys(i)} LIMIT {TEXT_POOL})"
-            )
+            params[f"any_{i}"] = [key for _, key in looked_up]
+            found.append(f"({by_word} AND m.match_keys && %(any_{i})s::text[] LIMIT {TEXT_POOL})")
+            params[f"all_{i}"] = [key for term, key in looked_up if term.intent]
+            if params[f"all_{i}"]:
+                found.append(
+                    f"({by_word} AND m.match_keys @> %(all_{i})s::text[] LIMIT {TEXT_POOL})"
+                )
+        near = "0.0::float8"
         if meaning is not None and meaning.vector and source.embedding_filter:
             vector = f"vector({int(meaning.dimensions)})"
             ctes.append(
-                f"near_{i} AS (SELECT e.memory_id AS id FROM {EMBEDDINGS} e"
-                f" WHERE e.model = %(model)s AND {source.embedding_filter}"
+                f"near_{i} AS (SELECT e.memory_id AS id,"
+                f" 1 - (e.vector::{vector} <=> %(meaning)s::{vector}) AS cosine"
+                f" FROM {EMBEDDINGS} e WHERE e.model = %(model)s AND {source.embedding_filter}"
                 f" ORDER BY e.vector::{vector} <=> %(meaning)s::{vector} LIMIT {NEAR_POOL})"
             )
-            nearest.append(f"SELECT id FROM near_{i}")
-            branches.append(f"({usable(source.condition)} AND m.id IN (SELECT id FROM near_{i}))")
-        branches.append(
+            found.append(f"({usable(source.condition)} AND m.id IN (SELECT id FROM near_{i}))")
+            near = f"coalesce((SELECT greatest(n.cosine, 0) FROM near_{i} n WHERE n.id = m.id), 0)"
+        found.append(
             f"({usable(source.condition)}"
             " ORDER BY m.confidence * m.relevance_score DESC, m.id LIMIT %(size)s)"
         )
-    text_rank = (
-        "CASE WHEN m.search_vector @@ (SELECT q FROM query)"
-        f" THEN CASE pool.source {' '.join(text_ranks)} END ELSE 0.0 END"
-        if with_intent
-        else "0.0::float8"
+        ctes.append(f"found_{i} AS ({' UNION ALL '.join(found)})")
+        ctes.append(
+            f"pool_{i} AS (SELECT id, bool_or(usable) AS usable,"
+            f" bool_or(key IS NOT NULL) AS matched FROM found_{i} GROUP BY id)"
+        )
+        # The scope grade of the rows found through the graded keys: for each entry of the
+        # scope, the best grade of a key the row holds; their mean.
+        ctes.append(
+            f"graded_{i} AS (SELECT id, sum(best) / %(entries)s AS grade FROM ("
+            f" SELECT f.id, s.entry, max(s.grade) AS best FROM found_{i} f"
+            f" JOIN unnest(%(sk_key_{i})s::text[], %(sk_entry_{i})s::int[],"
+            f" %(sk_grade_{i})s::float8[]) AS s(key, entry, grade) ON s.key = f.key"
+            " GROUP BY f.id, s.entry) AS b GROUP BY id)"
+        )
+        tag_matched = f"(p.matched OR {matches})"
+        quality = "m.confidence * m.relevance_score"
+        if ranking is None:
+            ranked.append(
+                f"SELECT {columns}, {i} AS source, {tag_matched} AS tag_match,"
+                f" coalesce(g.grade, 0.0) AS grade, 0.0::float8 AS text_rank,"
+                f" 0.0::float8 AS path_rank, {quality} AS quality, true AS usable,"
+                f" 0.0::float8 AS estimate{extra}"
+                f" FROM pool_{i} p JOIN {MEMORIES} m ON m.id = p.id"
+                f" LEFT JOIN graded_{i} g ON g.id = p.id WHERE p.usable"
+            )
+        else:
+            recency = (
+                "CASE WHEN %(half_life)s > 0 THEN exp(-ln(2) * greatest(floor(extract(epoch"
+                " FROM %(now)s) / 86400) - floor(extract(epoch FROM m.created_at) / 86400), 0)"
+                " / %(half_life)s) ELSE 0 END"
+            )
+            ctes.append(
+                f"first_{i} AS (SELECT p.id, {tag_matched} AS tag_match,"
+                f" coalesce(g.grade, 0.0) AS grade, {_presence(i, terms, 'intent', params)}"
+                f" AS intent, {_presence(i, terms, 'path', params)} AS path,"
+                f" {near} AS near, {quality} AS quality, {recency} AS recency,"
+                f" m.confidence FROM pool_{i} p JOIN {MEMORIES} m ON m.id = p.id"
+                f" LEFT JOIN graded_{i} g ON g.id = p.id WHERE p.usable)"
+            )
+            ctes.append(
+                f"short_{i} AS (SELECT * FROM first_{i} ORDER BY tag_match DESC,"
+                " %(w_scope)s * grade + %(w_text)s * coalesce(intent / nullif(max(intent)"
+                " OVER (), 0), 0) + %(w_path)s * coalesce(path / nullif(max(path) OVER (), 0),"
+                " 0) + %(w_semantic)s * near + %(w_quality)s * quality"
+                " + %(w_recency)s * recency DESC, confidence DESC, id LIMIT %(shortlist)s)"
+            )
+            if terms:
+                exact = f"CROSS JOIN LATERAL {_exact(i)} AS x"
+                text_rank, path_rank = "x.intent", "x.path"
+            else:
+                exact, text_rank, path_rank = "", "0.0::float8", "0.0::float8"
+            ctes.append(
+                f"exact_{i} AS (SELECT s.*, {text_rank} AS text_rank, {path_rank} AS path_rank"
+                f" FROM short_{i} s JOIN {MEMORIES} m ON m.id = s.id {exact})"
+            )
+            ranked.append(
+                f"SELECT {columns}, {i} AS source, s.tag_match, s.grade, s.text_rank,"
+                " s.path_rank, s.quality, true AS usable,"
+                " %(w_scope)s * s.grade + %(w_text)s * coalesce(s.text_rank"
+                " / nullif(max(s.text_rank) OVER (), 0), 0) + %(w_path)s * coalesce(s.path_rank"
+                " / nullif(max(s.path_rank) OVER (), 0), 0) + %(w_semantic)s * s.near"
+                " + %(w_quality)s * s.quality + %(w_recency)s * s.recency AS estimate"
+                f"{extra} FROM exact_{i} s JOIN {MEMORIES} m ON m.id = s.id"
+            )
+        if left_out:
+            left.append(
+                f"SELECT {columns}, {i} AS source, true AS tag_match, 0.0::float8 AS grade,"
+                f" 0.0::float8 AS text_rank, 0.0::float8 AS path_rank, {quality} AS quality,"
+                f" false AS usable, 0.0::float8 AS estimate{extra}"
+                f" FROM (SELECT p.id FROM pool_{i} p JOIN {MEMORIES} c ON c.id = p.id"
+                " WHERE p.matched AND NOT p.usable ORDER BY c.confidence DESC, p.id"
+                f" LIMIT %(left_out)s) AS p JOIN {MEMORIES} m ON m.id = p.id"
+            )
+    order = "quality DESC" if ranking is None else "estimate DESC, quality DESC"
+    body = (
+        f"SELECT * FROM ({' UNION ALL '.join(ranked)}) AS ranked"
+        f" ORDER BY tag_match DESC, {order}, rank_confidence DESC, rank_id LIMIT %(size)s"
     )
-    if with_intent:
-        ctes.insert(0, _QUERY)
-    ctes.append("pool AS (" + "\n  UNION ".join(branches) + ")")
-    pool_match = f"CASE pool.source {' '.join(tag_matches)} END"
-    # With a model, each row's content hash finds its vector (a vector of other words is stale).
-    hashed = ", m.content_hash AS embedded_hash" if meaning is not None else ""
-    chosen = (
-        f"SELECT {columns}, pool.source, {{tag_match}} AS tag_match, {{rank}} AS text_rank,"
-        f" m.confidence * m.relevance_score AS quality, pool.usable{hashed}{{embedding}}"
-        f" FROM {{pool}} JOIN {MEMORIES} m ON m.id = pool.id"
-    )
-    # Rows found by meaning only rank after the matches of the intent's words.
-    near = f" pool.id IN ({' UNION ALL '.join(nearest)}) DESC," if nearest else ""
-    body = chosen.format(tag_match=pool_match, rank=text_rank, pool="pool", embedding="") + (
-        " WHERE pool.usable"
-        f" ORDER BY tag_match DESC, text_rank DESC,{near}"
-        " quality DESC, m.confidence DESC, m.id LIMIT %(size)s"
-    )
+    if left:
+        body = f"SELECT * FROM ({body}) AS ranked UNION ALL {' UNION ALL '.join(left)}"
     if meaning is not None:
-        # The vectors of the rows returned only.
+        # The vectors of the rows returned only: a row's content hash finds its fresh vector.
         body = (
             "SELECT ranked.*, array_send(e.vector) AS embedding"
             f" FROM ({body}) AS ranked LEFT JOIN {EMBEDDINGS} e ON e.memory_id = ranked.id"
             " AND e.model = %(model)s AND e.content_hash = ranked.embedded_hash"
         )
-    if left_out:
-        # Ordered and cut in the pool, so only the rows shown are read again; all of them
-        # come from the write-scope lookup.
-        left = chosen.format(
-            tag_match="true",
-            rank="0.0::float8",
-            pool="(SELECT * FROM pool WHERE NOT pool.usable"
-            " ORDER BY pool.confidence DESC, pool.id LIMIT %(left_out)s) AS pool",
-            embedding=", NULL::bytea AS embedding" if meaning is not None else "",
-        )
-        body = f"SELECT * FROM ({body}) AS ranked UNION ALL {left}"
     return f"WITH {', '.join(ctes)}\n{body}", params
 
 

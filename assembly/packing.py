@@ -26,6 +26,7 @@ class Weights:
     scope: float = 2.0
     entities: float = 1.0
     text: float = 0.5
+    path: float = 1.5
     semantic: float = 0.5
     quality: float = 1.0
     recency: float = 0.2
@@ -47,6 +48,7 @@ class Candidate:
     entities: float = 0.0  # the share of the request's entities it mentions (assembly.entities)
     semantic: float = 0.0  # cosine of its embedding with the task's, 0..1 (memories.embeddings)
     approved: bool = False  # a reviewer approved it (precedence in a conflict)
+    path_text: float = 0.0  # BM25 of the write scope's words (memories.words); 0 without one
 
 
 @dataclass(frozen=True)
@@ -76,15 +78,20 @@ class Packed:
     similar_to: dict[int, int] = field(default_factory=dict)
 
 
-def score(candidate: Candidate, weights: Weights, *, text_top: float = 1.0) -> Scored:
-    """A candidate's score and its parts; its text relevance is taken relative to the best
-    of the request (``text_top``), so every part lies in [0, 1]."""
+def score(
+    candidate: Candidate, weights: Weights, *, text_top: float = 1.0, path_top: float = 1.0
+) -> Scored:
+    """A candidate's score and its parts; its text relevance and path words are taken
+    relative to the best of the request (``text_top``, ``path_top``), so every part lies in
+    [0, 1]."""
     text = candidate.text_relevance / text_top if text_top > 0 else 0.0
+    path = candidate.path_text / path_top if path_top > 0 else 0.0
     parts = {
         "tag_match": 1.0 if candidate.tag_match else 0.0,
         "scope": round(candidate.scope, 6),
         "entities": round(candidate.entities, 6),
         "text_relevance": round(text, 6),
+        "path_text": round(path, 6),
         "semantic": round(candidate.semantic, 6),
         "quality": round(candidate.confidence * candidate.relevance_score, 6),
         "recency": round(candidate.recency, 6),
@@ -93,6 +100,7 @@ def score(candidate: Candidate, weights: Weights, *, text_top: float = 1.0) -> S
         weights.scope * parts["scope"]
         + weights.entities * parts["entities"]
         + weights.text * parts["text_relevance"]
+        + weights.path * parts["path_text"]
         + weights.semantic * parts["semantic"]
         + weights.quality * parts["quality"]
         + weights.recency * parts["recency"]
@@ -103,7 +111,10 @@ def score(candidate: Candidate, weights: Weights, *, text_top: float = 1.0) -> S
 def rank(candidates: Sequence[Candidate], weights: Weights) -> list[Scored]:
     """Write-scope matches first (the seed's rule), then by score; ties by confidence, then id."""
     text_top = max((c.text_relevance for c in candidates), default=0.0)
-    scored = [score(candidate, weights, text_top=text_top) for candidate in candidates]
+    path_top = max((c.path_text for c in candidates), default=0.0)
+    scored = [
+        score(candidate, weights, text_top=text_top, path_top=path_top) for candidate in candidates
+    ]
     return sorted(
         scored,
         key=lambda s: (

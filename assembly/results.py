@@ -79,6 +79,6 @@ class Context:
     metadata: Metadata
 
     @property
-    def given(self) -> list[tuple[int, float]]:
-        """What a run is recorded as given: (memory id, score), best first."""
-        return [(item.id, item.score) for item in self.items]
+    def given(self) -> list[tuple[int, float, dict[str, float]]]:
+        """What a run is recorded as given: (memory id, score, score parts), best first."""
+        return [(item.id, item.score, item.score_parts) for item in self.items]

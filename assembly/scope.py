@@ -11,6 +11,7 @@ specificity a tag reaches for each (0 for an entry no tag matches).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 from memories.tags import is_glob, is_path_pattern, tag_matches_scope
@@ -42,12 +43,63 @@ def specificity(tag: str, entry: str) -> float:
     if not tag_matches_scope(tag, [entry]):
         return 0.0
     if not is_path_pattern(tag):
-        return KEYWORD
+        # A keyword that is the whole path (a file at the root: ``setup.py``) names it.
+        return 1.0 if _is_whole(tag, entry) else KEYWORD
     depth = len(_segments(entry)) if not is_glob(entry) else _literal_depth(entry) + 1
     depth = max(depth, 1)
     if is_glob(tag):
         return max(GLOB_FLOOR, GLOB * min(_literal_depth(tag), depth) / depth)
     return min(len(_segments(tag)), depth) / depth
+
+
+def _is_whole(keyword: str, entry: str) -> bool:
+    return keyword.strip().lower() == entry.strip().strip("/").lower()
+
+
+@dataclass(frozen=True)
+class ScopeKey:
+    """A tag key (memories.tags.tag_keys) that proves a tag matches write-scope entry
+    ``entry`` (its index), and the specificity of such a tag for it: at least ``grade``."""
+
+    key: str
+    entry: int
+    grade: float
+
+
+def scope_keys(write_scope: Sequence[str]) -> list[ScopeKey]:
+    """The keys of the tags that name each plain path of the write scope, with how
+    specifically: ``path:`` of the path or a folder above it (the folder's share of the path's
+    segments), ``tree:`` of a folder above it (a glob below the folder: GLOB of that share),
+    ``kw:`` of a segment or a file stem (KEYWORD; the whole path, for a file at the root).
+    A tag that is no plain path nor a glob below a folder is graded in Python only, as is a
+    glob of the write scope. Most specific first."""
+    entries = [entry for entry in write_scope if entry.strip()]
+    found: dict[tuple[str, int], float] = {}
+
+    def add(key: str, index: int, grade: float) -> None:
+        found[key, index] = max(found.get((key, index), 0.0), round(grade, 6))
+
+    for index, entry in enumerate(entries):
+        if is_glob(entry):
+            continue
+        depth = max(len(_segments(entry)), 1)
+        for i, ch in enumerate(entry):
+            if ch == "/":
+                above = min(len(_segments(entry[:i])), depth) / depth
+                add("path:" + entry[:i], index, above)
+                add("tree:" + entry[: i + 1], index, max(GLOB_FLOOR, GLOB * above))
+        add("path:" + entry, index, 1.0)
+        for segment in entry.lower().split("/"):
+            add("kw:" + segment, index, KEYWORD)
+            for j, ch in enumerate(segment):
+                if ch == ".":
+                    add("kw:" + segment[:j], index, KEYWORD)
+        if depth == 1:
+            add("kw:" + entry.strip().strip("/").lower(), index, 1.0)
+    return sorted(
+        (ScopeKey(key, index, grade) for (key, index), grade in found.items()),
+        key=lambda k: (-k.grade, k.key, k.entry),
+    )
 
 
 def scope_grade(tags: Sequence[str], write_scope: Sequence[str]) -> float:

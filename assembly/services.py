@@ -167,7 +167,8 @@ def context_assemble(
             return _deliver(
                 cached, run, cache_hit=True, started=started, defer=defer, record=record
             )
-    result = _assemble(project, request, run, write_scope, pool, limit, started)
+    versions = cache.owners(project.pk, lookup.versions) if lookup else cache.versions(project.pk)
+    result = _assemble(project, request, run, write_scope, pool, limit, started, versions)
     # An answer missing a part (a source too slow, no meaning) is not served again.
     degraded = any(w.code in DEGRADED for w in result.metadata.warnings)
     if lookup and not degraded:
@@ -236,7 +237,7 @@ def _deliver(
 
 
 def _record(
-    given: list[tuple[int, float]],
+    given: list[tuple[int, float, dict[str, float]]],
     prompt_hash: str,
     run: Run | None,
     defer: Callable[[Callable[[], None]], None] | None,
@@ -246,11 +247,24 @@ def _record(
     if run is not None:
         memory_services.run_give_memories(run=run, ranked=given, prompt_hash=prompt_hash)
     if given:
-        record = partial(uses.record, [memory_id for memory_id, _ in given])
+        record = partial(uses.record, [memory_id for memory_id, *_ in given])
         if defer is None:
             record()
         else:
             defer(record)
+
+
+def policy_weights(policy: MemoryPolicy) -> Weights:
+    """The ranking weights a project's policy sets."""
+    return Weights(
+        scope=policy.weight_scope,
+        entities=policy.weight_entities,
+        text=policy.weight_text,
+        path=policy.weight_path,
+        semantic=policy.weight_semantic,
+        quality=policy.weight_quality,
+        recency=policy.weight_recency,
+    )
 
 
 def _assemble(
@@ -261,11 +275,16 @@ def _assemble(
     pool: int,
     limit: int,
     started: float,
+    versions: Mapping[str, str] | None = None,
 ) -> Context:
+    """``versions``: of the memories of the project and the global ones, when the cache
+    knows them (counted word frequencies are reused within a version)."""
     now = timezone.now()
     time_budget = min(
         request.time_budget_ms or settings.ASSEMBLY_TIME_BUDGET_MS, MAX_TIME_BUDGET_MS
     )
+    policy = project.policy
+    weights = policy_weights(policy)
     results: list[SourceResult] = []
     # The task's meaning, embedded once for all sources (None with semantic ranking off); a
     # remote model may take at most half the time budget.
@@ -291,17 +310,10 @@ def _assemble(
                 now=now,
                 meaning=meaning,
                 left_out=EXCLUDED_SHOWN if source == "project" else 0,
+                weights=weights,
+                versions=versions,
             )
         )
-    policy = project.policy
-    weights = Weights(
-        scope=policy.weight_scope,
-        entities=policy.weight_entities,
-        text=policy.weight_text,
-        semantic=policy.weight_semantic,
-        quality=policy.weight_quality,
-        recency=policy.weight_recency,
-    )
     ranked = rank([c for r in results for c in r.candidates], weights)
     pairs = [OpenPair(*row) for row in selectors.open_pairs_among([s.candidate.id for s in ranked])]
     settled = settle(ranked, pairs, flag=policy.conflict_mode == "flag")

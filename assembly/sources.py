@@ -4,7 +4,7 @@ own statement timeout, so a slow source is cancelled by PostgreSQL, not left run
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -13,6 +13,7 @@ import numpy as np
 from assembly.candidates import (
     Cancelled,
     Meaning,
+    Ranking,
     Source,
     candidate_query,
     fetch_dicts,
@@ -22,7 +23,7 @@ from assembly.candidates import (
 )
 from assembly.entities import entity_share
 from assembly.metrics import SOURCE_ERRORS, SOURCE_SECONDS
-from assembly.packing import Candidate, recency
+from assembly.packing import Candidate, Weights, recency
 from assembly.scope import scope_grade
 from memories import embeddings
 from memories.models import Project, ReviewStatus, Run
@@ -81,6 +82,8 @@ def fetch(
     now: datetime,
     left_out: int = 0,
     meaning: np.ndarray | None = None,
+    weights: Weights | None = None,
+    versions: Mapping[str, str] | None = None,
 ) -> SourceResult:
     """The best candidates of one source, ranked in SQL (assembly.candidates): write-scope
     matches first, then matches of the intent, then confidence x relevance; at most a
@@ -103,6 +106,8 @@ def fetch(
         columns=_COLUMNS,
         left_out=left_out,
         meaning=_meaning(meaning),
+        ranking=Ranking.of(weights or Weights(), policy.recency_half_life_days),
+        versions=versions,
     )
     started = _clock()
     try:
@@ -133,6 +138,7 @@ def fetch(
                 summary=row["summary"],
                 tag_match=row["tag_match"],
                 text_relevance=float(row["text_rank"] or 0.0),
+                path_text=float(row["path_rank"] or 0.0),
                 confidence=row["confidence"],
                 relevance_score=row["relevance_score"],
                 recency=recency(row["age_days"], half_life),

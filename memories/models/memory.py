@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import F, Func, Q, Value
 from django.db.models.functions import Cast, Coalesce, Length
@@ -25,6 +25,17 @@ from memories.models.choices import (
 )
 from memories.models.projects import Project
 from memories.models.runs import Run
+
+
+def _document() -> Func:
+    """The SQL of a memory's words (memories.words.DOCUMENT)."""
+    return Func(
+        F("content"),
+        F("summary"),
+        Cast("tags", ArrayField(models.TextField())),
+        function="memory_document",
+        output_field=SearchVectorField(),
+    )
 
 
 class Memory(models.Model):
@@ -109,19 +120,22 @@ class Memory(models.Model):
     stale_at = models.DateTimeField(null=True, blank=True, editable=False)
     stale_ref = models.CharField(max_length=200, blank=True, editable=False, db_default="")
     content_hash = models.CharField(max_length=64, editable=False)
+    # A memory's words (memories.words): its content and summary as English text, the parts
+    # of the code names in them (``_multipart.py``, ``MultiDict``) and the words of its tags'
+    # folders and files, stemmed by PostgreSQL.
     search_vector = models.GeneratedField(
-        expression=SearchVector("content", config="english"),
+        expression=_document(),
         output_field=SearchVectorField(),
         db_persist=True,
     )
     # What the assembly looks candidates up by, in one GIN index: the tag keys and the
-    # content's lexemes, each prefixed with the owner (the project id, or "g" for global
+    # memory's words, each prefixed with the owner (the project id, or "g" for global
     # memories) so that a lookup reads only its own project's postings.
     match_keys = models.GeneratedField(
         expression=Func(
             Coalesce(Cast("project_id", models.TextField()), Value("g")),
             F("tag_keys"),
-            F("content"),
+            _document(),
             function="memory_match_keys",
             output_field=ArrayField(models.TextField()),
         ),

@@ -56,6 +56,8 @@ class MemoryPolicy(models.Model):
     weight_scope = models.FloatField(default=2.0, validators=[MinValueValidator(0.0)])
     weight_entities = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
     weight_text = models.FloatField(default=0.5, validators=[MinValueValidator(0.0)])
+    # The write scope's own words (its folders and file names) against each memory's words.
+    weight_path = models.FloatField(default=1.5, validators=[MinValueValidator(0.0)])
     weight_semantic = models.FloatField(default=0.5, validators=[MinValueValidator(0.0)])
     # A memory whose words are this share (or more) of a better-ranked one's, with nothing
     # specific of its own (assembly.diversity), is not given again.
@@ -151,6 +153,7 @@ class MemoryPolicy(models.Model):
                     weight_scope__gte=0,
                     weight_entities__gte=0,
                     weight_text__gte=0,
+                    weight_path__gte=0,
                     weight_semantic__gte=0,
                     weight_quality__gte=0,
                     weight_recency__gte=0,

@@ -206,7 +206,8 @@ def test_the_context_answer_has_every_documented_field_in_camel_case(project, ma
         "id", "source", "type", "rank", "detail", "tokens", "score", "scoreParts",
     }  # fmt: skip
     assert set(body["items"][0]["scoreParts"]) == {
-        "tagMatch", "scope", "entities", "textRelevance", "semantic", "quality", "recency",
+        "tagMatch", "scope", "entities", "textRelevance", "pathText", "semantic", "quality",
+        "recency",
     }  # fmt: skip
     assert set(body["dropped"][0]) == {"id", "source", "reason"}
     assert list(body["metadata"]) == [

@@ -7,7 +7,8 @@ from django.db import connection
 from django.utils import timezone
 
 from assembly import candidates
-from assembly.candidates import candidate_query, fetch_dicts, project_source
+from assembly.candidates import Ranking, candidate_query, fetch_dicts, project_source
+from assembly.packing import Weights
 from memories import statistics
 from memories.statistics import forget_common_words
 
@@ -23,6 +24,8 @@ def ranked_contents(project, intent):
         min_confidence=0.0,
         now=timezone.now(),
         columns="m.content",
+        # The text alone ranks: what is tested is what the pool brings in.
+        ranking=Ranking.of(Weights(quality=0.0, recency=0.0)),
     )
     return [row["content"] for row in fetch_dicts(sql, params)]
 

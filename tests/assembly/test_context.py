@@ -341,7 +341,10 @@ def test_a_rare_word_of_the_intent_weighs_more_than_a_common_one(project, make_m
 
 def test_among_write_scope_matches_the_more_specific_and_covering_rank_first(project, make_memory):
     """Matches still come first; among them, the very file beats a deep directory, which
-    beats a shallow one, which beats a keyword, and covering more of the scope counts."""
+    beats a shallow one, which beats a keyword, and covering more of the scope counts (the
+    scope part alone: the path's words count apart, below)."""
+    project.policy.weight_path = 0.0
+    project.policy.save()
     path = "src/pkg/sub/views.py"
     tags = [["views"], ["src/**"], ["src/pkg/**"], ["src/pkg/sub/**"], [path]]
     made = [make_memory(project=project, tags=t, content=f"Note {i}.") for i, t in enumerate(tags)]

@@ -98,8 +98,10 @@ def test_match_keys_find_every_match_and_exact_keys_prove_one(tag, entry):
 def test_match_keys_are_stored_per_owner_and_follow_the_content(project, make_memory, reviewer):
     memory = make_memory(project=project, tags=["Auth"], content="Rotate the tokens")
     stored = Memory.objects.values_list("match_keys", flat=True).get(pk=memory.pk)
+    # Its words are those of its content and of its tags (memories.words).
     assert set(stored) == {
         f"{project.pk}:kw:auth",
+        f"{project.pk}:w:auth",
         f"{project.pk}:w:rotat",
         f"{project.pk}:w:token",
     }
