@@ -13,6 +13,7 @@ from api import serializers as s
 from api.access import project_or_404, require_reviewer
 from api.auth import actor_for
 from api.common import PROJECT_PARAM, RUN_PARAM, WRITE_ERRORS, created_response, errors, valid
+from api.errors import camel
 from memories import services
 from memories.models import Project, Run
 
@@ -59,12 +60,18 @@ class RunDetail(APIView):
     )
     def get(self, request: Request, project: str, run_id: int) -> Response:
         run = _run_or_404(project_or_404(request, project), run_id)
-        given = run.given.order_by("rank").values("memory_id", "rank", "score")
+        given = run.given.order_by("rank").values("memory_id", "rank", "score", "parts", "used")
         return Response(
             {
                 **s.run_out(run),
                 "given": [
-                    {"memoryId": g["memory_id"], "rank": g["rank"], "score": g["score"]}
+                    {
+                        "memoryId": g["memory_id"],
+                        "rank": g["rank"],
+                        "score": g["score"],
+                        "scoreParts": {camel(name): value for name, value in g["parts"].items()},
+                        "used": g["used"],
+                    }
                     for g in given
                 ],
             }
@@ -84,7 +91,10 @@ class RunOutcome(APIView):
         require_reviewer(request, target, "report outcomes")
         data = valid(s.OutcomeIn, request.data)
         result = services.run_record_outcome(
-            run=run, outcome=data["outcome"], actor=actor_for(request)
+            run=run,
+            outcome=data["outcome"],
+            actor=actor_for(request),
+            used_memory_ids=data.get("usedMemoryIds"),
         )
         return Response(
             {

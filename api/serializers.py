@@ -427,6 +427,11 @@ class RunOut(serializers.Serializer):
     promptHash = serializers.CharField()
     startedAt = serializers.DateTimeField()
     finishedAt = serializers.DateTimeField(allow_null=True)
+    usedMemoryIds = serializers.ListField(
+        child=serializers.IntegerField(),
+        allow_null=True,
+        help_text="The memories its outcome said the agent used (null: it said nothing).",
+    )
 
 
 def run_out(run: Run) -> dict[str, Any]:
@@ -440,6 +445,7 @@ def run_out(run: Run) -> dict[str, Any]:
         "promptHash": run.prompt_hash,
         "startedAt": run.started_at,
         "finishedAt": run.finished_at,
+        "usedMemoryIds": run.used_memory_ids,
     }
 
 
@@ -447,6 +453,12 @@ class GivenOut(serializers.Serializer):
     memoryId = serializers.IntegerField()
     rank = serializers.IntegerField()
     score = serializers.FloatField()
+    scoreParts = serializers.DictField(
+        child=serializers.FloatField(), help_text="The parts of its score when it was given."
+    )
+    used = serializers.BooleanField(
+        allow_null=True, help_text="Whether the agent used it (null: its outcome said nothing)."
+    )
 
 
 @extend_schema_serializer(component_name="RunDetail")
@@ -456,6 +468,14 @@ class RunDetailOut(RunOut):
 
 class OutcomeIn(StrictInput):
     outcome = StrictChoiceField(choices=Outcome.choices)
+    usedMemoryIds = serializers.ListField(
+        child=StrictIntegerField(min_value=1),
+        max_length=1000,
+        required=False,
+        help_text="The memories the agent actually used (of this project, or global ones): "
+        "the project's ranking learns from them (its weights are fitted to rank such memories "
+        "first, and changed only when that ranks held-back runs better).",
+    )
 
 
 @extend_schema_serializer(component_name="MovedMemory")

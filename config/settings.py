@@ -330,6 +330,12 @@ ASSEMBLY_CACHE_SECONDS = env_int("ASSEMBLY_CACHE_SECONDS", 60)
 # (memories.services.uses); unset (and no CACHE_URL): each use is written at once.
 MEMORY_USES_URL = env_str("MEMORY_USES_URL", CACHE_URL or "")
 MEMORY_USES_FLUSH_SECONDS = env_int("MEMORY_USES_FLUSH_SECONDS", 10)
+# Each project's ranking weights, fitted to what its agents said they used (assembly.ranking).
+CELERY_BEAT_SCHEDULE["fit-ranking"] = {
+    "task": "ops.fit_ranking",
+    "schedule": 6 * _HOUR,
+    "options": {"expire_seconds": int(6 * _HOUR * 0.9)},
+}
 CELERY_BEAT_SCHEDULE["flush-memory-uses"] = {
     "task": "policies.flush_memory_uses",
     "schedule": MEMORY_USES_FLUSH_SECONDS,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from celery import current_app
+
 from policies import tasks
 
 
@@ -17,13 +19,18 @@ from policies import tasks
 class Job:
     name: str  # the task's and the job state's name
     label: str  # in words
+    # The task, or the name of a task declared in a layer above this one (ops).
     task: Any
     in_parts: bool = False  # the beat may split it into ranges of ids
 
     def run_now(self) -> Any:
         """Run the whole job here and now; what it did (the task's summary)."""
         kwargs = {"part": 1, "parts": 1} if self.in_parts else {}
-        return self.task.apply(kwargs=kwargs, throw=True).get()
+        found = self.task
+        if isinstance(found, str):
+            current_app.loader.import_default_modules()  # the apps' tasks, as a worker does
+            found = current_app.tasks[found]
+        return found.apply(kwargs=kwargs, throw=True).get()
 
 
 JOBS = {
@@ -38,6 +45,7 @@ JOBS = {
         Job("clear_run_scratch", "Clearing finished runs' scratch notes", tasks.clear_run_scratch),
         Job("find_conflicts", "Finding repeats and conflicts", tasks.find_conflicts),
         Job("flush_memory_uses", "Writing the uses of memories", tasks.flush_memory_uses),
+        Job("fit_ranking", "Fitting the ranking to what agents used", "ops.fit_ranking"),
     ]
 }
 

@@ -314,6 +314,11 @@ class RunMemory(models.Model):
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="given_to")
     rank = models.PositiveIntegerField()
     score = models.FloatField(default=0.0)
+    # The parts of its score when it was given (assembly.packing.score): what a fit of the
+    # project's ranking weights learns from (assembly.learning).
+    parts = models.JSONField(default=dict, blank=True)
+    # Whether the agent used it, as its run's outcome said (None: the outcome said nothing).
+    used = models.BooleanField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

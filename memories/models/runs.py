@@ -27,6 +27,8 @@ class Run(models.Model):
     prompt_hash = models.CharField(max_length=64, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The memories the agent said it used, with its outcome (None: it said nothing).
+    used_memory_ids = ArrayField(models.BigIntegerField(), null=True, blank=True)
     memories: models.ManyToManyField[Memory, RunMemory] = models.ManyToManyField(
         "Memory", through="RunMemory", related_name="runs", blank=True
     )

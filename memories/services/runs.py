@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
 from memories.actors import Actor
@@ -68,16 +69,26 @@ def run_start(
 
 @transaction.atomic
 def run_give_memories(
-    *, run: Run, ranked: Sequence[tuple[int, float]], prompt_hash: str = ""
+    *,
+    run: Run,
+    ranked: Sequence[tuple[int, float] | tuple[int, float, dict[str, float]]],
+    prompt_hash: str = "",
 ) -> list[RunMemory]:
-    """Record which memories (id, score; best first) a run was given, so its outcome moves them."""
+    """Record which memories (id, score and, when known, the score's parts; best first) a
+    run was given, so its outcome moves them (and a fit of the ranking learns from them)."""
     # The lock orders this against a concurrent outcome of the same run.
     status = Run.objects.select_for_update().values_list("status", flat=True).get(pk=run.pk)
     if status != RunStatus.RUNNING:
         raise Conflict(f"Run {run.external_id} has finished; it can be given nothing more.")
     given = [
-        RunMemory(run=run, memory_id=memory_id, rank=rank, score=score)
-        for rank, (memory_id, score) in enumerate(ranked, start=1)
+        RunMemory(
+            run=run,
+            memory_id=memory_id,
+            rank=rank,
+            score=score,
+            parts=dict(parts[0]) if parts else {},
+        )
+        for rank, (memory_id, score, *parts) in enumerate(ranked, start=1)
     ]
     RunMemory.objects.bulk_create(given, ignore_conflicts=True)
     if prompt_hash:
@@ -93,16 +104,65 @@ class OutcomeResult:
     changes: ChangeResult
 
 
+MAX_USED_MEMORIES = 1000
+
+
+def _used_memories(run: Run, used: Sequence[int] | None) -> list[int] | None:
+    """The memories an outcome says the agent used, checked: each one of the run's project,
+    or a global one."""
+    if used is None:
+        return None
+    if len(used) > MAX_USED_MEMORIES:
+        raise ValidationError(
+            {"used_memory_ids": f"Name at most {MAX_USED_MEMORIES} memories the run used."}
+        )
+    ids = sorted(set(used))
+    known = set(
+        Memory.objects.filter(Q(project_id=run.project_id) | Q(project__isnull=True))
+        .filter(pk__in=ids)
+        .values_list("pk", flat=True)
+    )
+    unknown = [str(memory_id) for memory_id in ids if memory_id not in known]
+    if unknown:
+        shown = ", ".join(unknown[:10]) + (" ..." if len(unknown) > 10 else "")
+        raise ValidationError(
+            {
+                "used_memory_ids": f"No memory with id {shown} in this project: name the"
+                " memories of this project (or global ones) that the run used."
+            }
+        )
+    return ids
+
+
+def _note_used(run: Run, used: list[int]) -> None:
+    """Keep what the agent used: on the run, and on each memory it was given."""
+    run.used_memory_ids = used
+    run.save(update_fields=["used_memory_ids"])
+    RunMemory.objects.filter(run=run).update(
+        used=Case(When(memory_id__in=used, then=Value(True)), default=Value(False))
+    )
+
+
 def run_record_outcome(
-    *, run: Run, outcome: str, actor: Actor, now: datetime | None = None
+    *,
+    run: Run,
+    outcome: str,
+    actor: Actor,
+    now: datetime | None = None,
+    used_memory_ids: Sequence[int] | None = None,
 ) -> OutcomeResult:
     """Move the confidence of every memory the run was given: +0.1 on success, -0.1 on failure.
 
     Clamped to [0, 1]; a memory below the project's deactivation threshold (0.2)
     becomes inactive. Recording the same outcome again changes nothing; a
     different outcome for a finished run is a Conflict.
+
+    ``used_memory_ids``: the memories the agent used (of its project, or global), kept
+    with the run and on what it was given for the fit of the ranking (assembly.learning);
+    said once, with the outcome or with a repeat of it that said nothing yet.
     """
     outcome = choice(outcome, Outcome, "outcome")
+    used = _used_memories(run, used_memory_ids)
     now = now or timezone.now()
     with transaction.atomic():
         locked = (
@@ -112,6 +172,8 @@ def run_record_outcome(
         )
         if locked.status != RunStatus.RUNNING:
             if locked.status == outcome:
+                if used is not None and locked.used_memory_ids is None:
+                    _note_used(locked, used)
                 return OutcomeResult(run=locked, recorded=False, changes=ChangeResult())
             raise Conflict(
                 f"Run {locked.external_id} already finished as {locked.status}; "
@@ -120,6 +182,8 @@ def run_record_outcome(
         locked.status = outcome
         locked.finished_at = now
         locked.save(update_fields=["status", "finished_at"])
+        if used is not None:
+            _note_used(locked, used)
         delta = OUTCOME_STEP if outcome == RunStatus.SUCCEEDED else -OUTCOME_STEP
         threshold = locked.project.policy.deactivate_below
 
