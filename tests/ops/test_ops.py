@@ -207,6 +207,23 @@ def test_an_unreachable_database_is_a_503_in_the_error_shape(rf, settings):
     assert b"Server error" in page.content
 
 
+@pytest.mark.parametrize(
+    ("path", "json_answer"), [("/mcp", True), ("/api/x", True), ("/mcpx", False)]
+)
+def test_a_server_error_under_mcp_is_json_too(rf, path, json_answer):
+    from ops.views import server_error
+
+    try:
+        raise ValueError("a bug")
+    except ValueError:
+        response = server_error(rf.post(path))
+    assert response.status_code == 500
+    if json_answer:
+        assert json.loads(response.content)["error"]["code"] == "server_error"
+    else:
+        assert b"Server error" in response.content
+
+
 def _production_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY"}}
     return {
