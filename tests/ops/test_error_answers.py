@@ -144,3 +144,9 @@ def test_a_wrong_method_is_a_405_in_json(server, path):
     port, _, key = server
     head = _request("PUT", path, f"Authorization: Bearer {key}", length=0)
     assert _error(_exchange(port, head))[:2] == (405, "method_not_allowed")
+
+
+def test_a_host_the_server_does_not_serve_is_a_400_in_json(server):
+    port, _, _ = server
+    head = "GET /api/projects/ HTTP/1.1\r\nHost: elsewhere.example\r\n\r\n"
+    assert _error(_exchange(port, head))[:2] == (400, "bad_request")
