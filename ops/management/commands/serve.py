@@ -31,10 +31,7 @@ class Command(BaseCommand):
 
         honcho.KILL_WAIT = STOP_SECONDS
 
-        if not settings.DEBUG:
-            # With DEBUG off, static files are served (by WhiteNoise) from STATIC_ROOT only.
-            self.stdout.write(f"Collecting static files into {settings.STATIC_ROOT}")
-            call_command("collectstatic", interactive=False, verbosity=0)
+        self.collect_static_files()
 
         # Web, worker and beat write their metrics to one folder, added up by /metrics.
         metrics_dir = settings.VAR_DIR / "metrics"
@@ -75,3 +72,11 @@ class Command(BaseCommand):
             self.stdout.write("Memory Layer stopped.")
             sys.exit(0)
         sys.exit(manager.returncode)
+
+    def collect_static_files(self) -> None:
+        """With DEBUG off, static files are served (by WhiteNoise) from STATIC_ROOT only: fill
+        it first. With DEBUG on, they are served from where they live."""
+        if settings.DEBUG:
+            return
+        self.stdout.write(f"Collecting static files into {settings.STATIC_ROOT}")
+        call_command("collectstatic", interactive=False, verbosity=0)
