@@ -10,6 +10,7 @@ from rest_framework.parsers import JSONParser
 
 from api.errors import RequestTooLarge
 from memories.text import is_whole_number
+from ops.errors import body_too_large
 
 
 class LimitedJSONParser(JSONParser):
@@ -20,10 +21,10 @@ class LimitedJSONParser(JSONParser):
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None
         if declared and is_whole_number(declared) and int(declared) > limit:
-            raise RequestTooLarge(f"The body is {declared} bytes; the limit is {limit}.")
+            raise RequestTooLarge(body_too_large(limit, int(declared)))
         body = stream.read(limit + 1) if stream is not None else b""
         if len(body) > limit:
-            raise RequestTooLarge(f"The body is over the limit of {limit} bytes.")
+            raise RequestTooLarge(body_too_large(limit))
         try:
             return super().parse(io.BytesIO(body), media_type, parser_context)
         except RecursionError as error:

@@ -47,19 +47,24 @@ def env_path(name: str, default: Path) -> Path:
     return Path(raw) if raw else default
 
 
-def load_env_file(path: Path) -> None:
-    """Load KEY=VALUE lines of ``path`` (if it exists) into the environment.
-
-    Variables already set in the environment win. ``#`` starts a comment at the
-    beginning of a line or after white space.
-    """
-    if not path.is_file():
-        return
+def read_env_file(path: Path) -> dict[str, str]:
+    """The KEY=VALUE lines of ``path``. ``#`` starts a comment at the beginning of a line or
+    after white space; ``export`` before a name and quotes around a value are dropped."""
+    values = {}
     for raw in path.read_text().splitlines():
         line = raw.split(" #", 1)[0].strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
         name, value = line.split("=", 1)
         name = name.strip().removeprefix("export ").strip()
-        value = value.strip().strip("'\"")
+        values[name] = value.strip().strip("'\"")
+    return values
+
+
+def load_env_file(path: Path) -> None:
+    """Load the KEY=VALUE lines of ``path`` (if it exists, see ``read_env_file``) into the
+    environment. Variables already set in the environment win."""
+    if not path.is_file():
+        return
+    for name, value in read_env_file(path).items():
         os.environ.setdefault(name, value)

@@ -29,6 +29,13 @@ graceful_timeout = 30
 # (config/settings.py): the request then ends in a 503 in the error shape, not a lost worker.
 os.environ.setdefault("DATABASE_STATEMENT_TIMEOUT_MS", str(max(1000, min(10, timeout // 2) * 1000)))
 keepalive = 5
+# gunicorn reads the request line and headers itself, before Django, and refuses what is over
+# these limits; its worker here says so in JSON, in the error shape (config/gunicorn_worker.py).
+# The request line: gunicorn's largest (above it, 0 only, which means no limit at all).
+worker_class = "config.gunicorn_worker.JsonErrorsWorker"
+limit_request_line = 8190
+limit_request_fields = 100
+limit_request_field_size = 8190
 
 # Metrics of every worker add up (ops.metrics): each writes its samples under this folder,
 # emptied when the server starts (this file is read before the application, and

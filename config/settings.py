@@ -58,6 +58,8 @@ MIDDLEWARE = [
     "ops.requestid.RequestIdMiddleware",
     "ops.middleware.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Static files, straight after SecurityMiddleware as WhiteNoise asks (STATIC_ROOT below).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "ops.middleware.SecurityHeadersMiddleware",
     "ops.middleware.BodyLengthMiddleware",
     "api.middleware.ReleaseSlotMiddleware",
@@ -137,9 +139,23 @@ TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 
+# Static files. With DEBUG off they are served by WhiteNoise from STATIC_ROOT, filled by
+# `manage.py collectstatic` (config/start-web runs it): names carry a hash of the content
+# (the manifest), so WhiteNoise sends them with a ten-year, immutable Cache-Control, and a
+# gzip copy of each is made once, there. With DEBUG on (development, the tests) they are
+# found where they live, each request, and no collectstatic is needed.
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env_path("STATIC_ROOT", VAR_DIR / "staticfiles")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = DEBUG
 
 # HTTPS: with DEBUG off, every setting `manage.py check --deploy` asks for is on (a proxy
 # that terminates TLS says so with X-Forwarded-Proto when TRUST_X_FORWARDED_PROTO is on).
@@ -152,7 +168,8 @@ if env_bool("TRUST_X_FORWARDED_PROTO", default=False):
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 365 * 24 * 60 * 60)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
-SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"

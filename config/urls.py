@@ -23,5 +23,8 @@ urlpatterns = [
     path("metrics", ops_views.metrics_view, name="metrics"),
 ]
 
-# A 500, or a 503 with Retry-After while the database is unreachable.
+# A 500, or a 503 with Retry-After while the database is unreachable; a 400 (or 413) and a
+# 404: each in the error shape under /api/ and /mcp.
 handler500 = "ops.views.server_error"
+handler400 = "ops.views.bad_request"
+handler404 = "ops.views.not_found"

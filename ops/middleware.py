@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from ops.errors import error_body
+from memories.text import is_whole_number
+from ops.errors import answers_in_json, body_too_large, error_body
 from ops.metrics import HTTP_REQUESTS, HTTP_SECONDS
 
 
@@ -37,23 +39,33 @@ PERMISSIONS_POLICY = "camera=(), microphone=(), geolocation=(), payment=(), usb=
 
 
 class BodyLengthMiddleware:
-    """A body sent in chunks without a Content-Length reaches Django as no body at all (WSGI
-    reads only what Content-Length announces): say so with a 411, instead of answering the
-    empty request it would otherwise seem to be."""
+    """Bodies are judged by their Content-Length before anything reads them.
+
+    Under /api/ and /mcp, a body over API_MAX_BODY_BYTES is answered 413 in the error shape,
+    naming the limit, without being read (Django would read up to its own, larger limit and
+    answer a 400 page past it). A body sent in chunks without a Content-Length reaches Django
+    as no body at all (WSGI reads only what Content-Length announces): a 411 says so, instead
+    of answering the empty request it would otherwise seem to be."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        in_json = answers_in_json(request.path)
+        declared = request.META.get("CONTENT_LENGTH") or ""
         chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
-        if chunked and not request.META.get("CONTENT_LENGTH"):
+        if chunked and not declared:
             message = (
                 "The body was sent in chunks without a Content-Length header, which this"
                 " server cannot read: send it with a Content-Length."
             )
-            if request.path.startswith("/api/"):
+            if in_json:
                 return JsonResponse(error_body("length_required", message), status=411)
             return HttpResponse(message, status=411, content_type="text/plain")
+        limit = settings.API_MAX_BODY_BYTES
+        if in_json and is_whole_number(declared) and int(declared) > limit:
+            message = body_too_large(limit, int(declared))
+            return JsonResponse(error_body("too_large", message), status=413)
         return self.get_response(request)
 
 

@@ -1,4 +1,6 @@
-"""Health, readiness, metrics, and the page for a server error."""
+"""Health, readiness, metrics, and the answers for a bad request (400, or 413 for a body
+over Django's limit), an unknown path (404) and a server error (500, 503): JSON in the error
+shape under /api/ and /mcp, a page elsewhere."""
 
 from __future__ import annotations
 
@@ -9,16 +11,18 @@ import time
 
 from celery import current_app
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 from psycopg import errors as pg_errors
 
 from ops import metrics
-from ops.errors import error_body
+from ops.errors import answers_in_json, body_too_large, error_body
 
 logger = logging.getLogger(__name__)
 
@@ -139,12 +143,35 @@ def server_error(request: HttpRequest) -> HttpResponse:
         )
     else:
         code, message = "server_error", "Something went wrong on our side; it has been logged."
-    if request.path.startswith("/api/"):
-        response: HttpResponse = JsonResponse(error_body(code, message), status=status)
-    else:
-        # No request context: its processors could reach for the session in the database.
-        page = render_to_string("error.html", {"status": status, "message": message})
-        response = HttpResponse(page, status=status)
+    response = _error(request, status, code, message)
     if unavailable:
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
+
+
+def _error(request: HttpRequest, status: int, code: str, message: str) -> HttpResponse:
+    if answers_in_json(request.path):
+        return JsonResponse(error_body(code, message), status=status)
+    # No request context: its processors could reach for the session in the database.
+    page = render_to_string("error.html", {"status": status, "message": message})
+    return HttpResponse(page, status=status)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """Django refused the request (handler400): a form body over DATA_UPLOAD_MAX_MEMORY_SIZE
+    is a 413 naming the limit; anything else (a Host not in ALLOWED_HOSTS, too many fields)
+    a 400 that tells no more than Django's own page does."""
+    if isinstance(exception, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return _error(request, 413, "too_large", body_too_large(limit))
+    return _error(request, 400, "bad_request", "The request was refused as malformed.")
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler404: the error shape under /api/ and /mcp, Django's own page elsewhere."""
+    if answers_in_json(request.path):
+        message = (
+            f"Nothing at {request.path}: the API is under /api/ (see /api/docs/), MCP at /mcp."
+        )
+        return JsonResponse(error_body("not_found", message), status=404)
+    return defaults.page_not_found(request, exception)

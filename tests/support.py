@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from urllib.parse import quote
 
@@ -100,9 +100,13 @@ def http_get(port: int, path: str, **headers: str) -> tuple[int, str, dict[str, 
 
 
 @contextmanager
-def gunicorn_server(var_dir: Path, workers: int = 3, **env: str) -> Iterator[int]:
+def gunicorn_server(
+    var_dir: Path, workers: int = 3, *, start_script: bool = False, **env: str
+) -> Iterator[int]:
     """The production web server (config/gunicorn.conf.py) on a free loopback port, with
-    ``workers`` worker processes, against the test database; yields the port once it answers."""
+    ``workers`` worker processes, against the test database; yields the port once it answers.
+    With ``start_script``, through ``config/start-web`` as the container starts it
+    (collectstatic into ``STATIC_ROOT``, default ``var_dir/static``; migrate; gunicorn)."""
     port = free_port()
     environment = {
         **os.environ,
@@ -113,22 +117,33 @@ def gunicorn_server(var_dir: Path, workers: int = 3, **env: str) -> Iterator[int
         "SECURE_SSL_REDIRECT": "false",
         "PROMETHEUS_MULTIPROC_DIR": str(var_dir / "metrics"),
         "VAR_DIR": str(var_dir),
+        "STATIC_ROOT": str(var_dir / "static"),
         "WEB_CONCURRENCY": str(workers),
         "BIND": f"127.0.0.1:{port}",
+        "PYTHON": sys.executable,
         **env,
     }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.conf.py", "config.wsgi"],
-        cwd=ROOT, env=environment, start_new_session=True,
-    )  # fmt: skip
+    command = (
+        [str(ROOT / "config" / "start-web")]
+        if start_script
+        else [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.conf.py", "config.wsgi"]
+    )
+    server = subprocess.Popen(command, cwd=ROOT, env=environment, start_new_session=True)
     try:
-        for _ in range(400):
+        deadline = time.monotonic() + 120
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"The server exited ({server.returncode}) before it answered.")
             try:
                 if http_get(port, "/healthz")[0] == 200:
                     break
             except OSError:
-                time.sleep(0.05)
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("The server did not answer /healthz within 120 s.")
+            time.sleep(0.05)
         yield port
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
+        with suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)

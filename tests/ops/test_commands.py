@@ -61,3 +61,15 @@ def test_seed_demo_is_safe_to_run_again_and_can_reset():
     assert Memory.objects.count() == count
     seed("--reset")
     assert Memory.objects.filter(project__slug="demo").count() == 62
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_serve_collects_the_static_files_first_when_debug_is_off(settings, tmp_path, debug):
+    """`make run` (serve) with DEBUG=false: WhiteNoise serves STATIC_ROOT only, so serve fills
+    it before it starts anything (tests/browser/test_production.py serves such a folder)."""
+    from ops.management.commands.serve import Command
+
+    settings.DEBUG = debug
+    settings.STATIC_ROOT = tmp_path / "static"
+    Command(stdout=StringIO()).collect_static_files()
+    assert (tmp_path / "static" / "review" / "review.css").exists() is not debug

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from django.db import OperationalError
 
 from config.celery import app as celery_app
+from config.env import read_env_file
 from memories import services
 from ops import requestid
 from ops.logs import JsonFormatter
@@ -204,6 +207,23 @@ def test_an_unreachable_database_is_a_503_in_the_error_shape(rf, settings):
     assert b"Server error" in page.content
 
 
+@pytest.mark.parametrize(
+    ("path", "json_answer"), [("/mcp", True), ("/api/x", True), ("/mcpx", False)]
+)
+def test_a_server_error_under_mcp_is_json_too(rf, path, json_answer):
+    from ops.views import server_error
+
+    try:
+        raise ValueError("a bug")
+    except ValueError:
+        response = server_error(rf.post(path))
+    assert response.status_code == 500
+    if json_answer:
+        assert json.loads(response.content)["error"]["code"] == "server_error"
+    else:
+        assert b"Server error" in response.content
+
+
 def _production_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY"}}
     return {
@@ -215,8 +235,20 @@ def _production_env(**extra: str) -> dict[str, str]:
     }
 
 
-def test_check_deploy_is_clean_with_production_settings():
-    env = _production_env(SECRET_KEY="k" + "9Zq-" * 15 + "x")
+PRODUCTION_ENV = ROOT / "production.env.example"
+
+
+def test_check_deploy_is_clean_with_the_documented_production_variables():
+    """production.env.example, the one list of what a deployment sets, as it is: only the
+    secret key it says to generate is added. Nothing else of this machine's environment."""
+    documented = read_env_file(PRODUCTION_ENV)
+    assert documented["SECRET_KEY"] == "", "a key written in the docs is not a secret"
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/tmp"),
+        **documented,
+        "SECRET_KEY": secrets.token_urlsafe(50),
+    }
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
@@ -226,7 +258,14 @@ def test_check_deploy_is_clean_with_production_settings():
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "no issues" in result.stdout
+    assert "System check identified no issues (0 silenced)." in result.stdout
+
+
+def test_every_documented_production_variable_is_one_the_service_reads():
+    documented = set(read_env_file(PRODUCTION_ENV)) - {"POSTGRES_PASSWORD"}  # compose's own
+    # .env.example names every variable the settings read, set or commented out.
+    every = set(re.findall(r"^#? ?([A-Z][A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.M))
+    assert documented <= every, documented - every
 
 
 @pytest.mark.parametrize("key", ["", "short-key", "insecure-local-development-key-change-me"])

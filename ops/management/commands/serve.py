@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 # How long the processes have to stop after Ctrl-C (the worker finishes its task and closes
@@ -29,6 +30,8 @@ class Command(BaseCommand):
         from honcho.manager import Manager
 
         honcho.KILL_WAIT = STOP_SECONDS
+
+        self.collect_static_files()
 
         # Web, worker and beat write their metrics to one folder, added up by /metrics.
         metrics_dir = settings.VAR_DIR / "metrics"
@@ -69,3 +72,11 @@ class Command(BaseCommand):
             self.stdout.write("Memory Layer stopped.")
             sys.exit(0)
         sys.exit(manager.returncode)
+
+    def collect_static_files(self) -> None:
+        """With DEBUG off, static files are served (by WhiteNoise) from STATIC_ROOT only: fill
+        it first. With DEBUG on, they are served from where they live."""
+        if settings.DEBUG:
+            return
+        self.stdout.write(f"Collecting static files into {settings.STATIC_ROOT}")
+        call_command("collectstatic", interactive=False, verbosity=0)
