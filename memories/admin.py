@@ -32,6 +32,7 @@ from memories.models import (
     RunMemory,
     Scope,
 )
+from memories.services.validation import secrets_mode, text_fields
 
 EXPIRY_EXTENSION_DAYS = 30
 
@@ -147,7 +148,24 @@ class ExpiringSoonFilter(admin.SimpleListFilter):
         return queryset
 
 
-class MemoryAddForm(forms.ModelForm):
+class _CheckedText(forms.ModelForm):
+    """What the store would refuse in the text (a secret, in any disguise, under the
+    project's policy; empty content) as form errors, by the service's own check: the admin
+    saves only in ``save_model``, where an error could no longer be shown."""
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if not self.errors and data.get("content") is not None:
+            project = data.get("project", self.instance.project)
+            text = {name: data.get(name) for name in ("content", "summary", "tags")}
+            try:
+                text_fields(secrets_mode(project), **text)
+            except ValidationError as error:
+                self.add_error(None, error)
+        return data
+
+
+class MemoryAddForm(_CheckedText):
     class Meta:
         model = Memory
         fields = [
@@ -164,7 +182,7 @@ class MemoryAddForm(forms.ModelForm):
         ]
 
 
-class MemoryChangeForm(forms.ModelForm):
+class MemoryChangeForm(_CheckedText):
     class Meta:
         model = Memory
         fields = ["type", "content", "summary", "tags", "relevance_score", "expires_at"]

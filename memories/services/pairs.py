@@ -32,10 +32,9 @@ from memories.models import (
     Source,
     Tier,
 )
-from memories.secrets import SecretsPolicy
 from memories.services.changes import change_memories
 from memories.services.memories import memories_approve, memories_reject, memory_create
-from memories.services.validation import Conflict, scrubbed, secrets_mode
+from memories.services.validation import Conflict, scrubbed, scrubbed_for, secrets_mode
 
 MEMORIES = Memory._meta.db_table
 # Longest chain of supersedes followed (a chain is never a cycle: supersede refuses one).
@@ -343,7 +342,7 @@ def pair_resolve(
     sides = _sides(pair)
     if len(sides) < 2:
         raise Conflict("One of the pair's memories no longer exists.")
-    reason = scrubbed({"reason": reason}, SecretsPolicy.REDACT)["reason"]
+    reason = scrubbed_for({"reason": reason}, pair.memory_ids)["reason"]
     if action == "keep":
         kept = _choose(pair, memory_id, "memory_id")
         other = sides[pair.other(kept)]
