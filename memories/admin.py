@@ -16,7 +16,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from memories import roles, services
+from memories import roles, selectors, services
 from memories.actors import Actor
 from memories.models import (
     ApiKey,
@@ -58,8 +58,12 @@ class ByProjectRole(admin.ModelAdmin):
         visible = roles.projects_for(request.user).values("pk")
         seen = Q(**{f"{self.project_field}__in": visible})
         if self.project_field != "pk" and roles.role_in(request.user, None) is not None:
-            seen |= Q(**{f"{self.project_field}__isnull": True})
+            seen |= self.global_rows(Actor.for_user(request.user))
         return queryset.filter(seen)
+
+    def global_rows(self, actor: Actor) -> Q:
+        """The rows of global memories a person with a role somewhere sees."""
+        return Q(**{f"{self.project_field}__isnull": True})
 
     def _may(self, request: HttpRequest, obj: Any, role: Role) -> bool:
         return obj is None or roles.may(request.user, self._project_id(obj), role)
@@ -330,6 +334,10 @@ class MemoryAdmin(ByProjectRole):
         "delete_with_history",
     ]
 
+    def global_rows(self, actor: Actor) -> Q:
+        # A proposal not yet approved: global reviewers and its proposer only.
+        return Q(selectors.global_readable(actor), project__isnull=True)
+
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
         # The stock delete bypasses the services; ours keeps the history.
@@ -515,6 +523,11 @@ class MemoryEventAdmin(ByProjectRole):
     search_fields = ["reason", "actor_label"]
     list_select_related = ["project"]
     show_full_result_count = False
+
+    def global_rows(self, actor: Actor) -> Q:
+        # The history of a global memory: of the ones the person may read.
+        readable = selectors.global_memories_for(actor=actor).values("pk")
+        return Q(project__isnull=True, memory_id__in=readable)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
