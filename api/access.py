@@ -8,8 +8,8 @@ from django.db.models import QuerySet
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 
-from api.auth import api_key_of
-from memories import roles
+from api.auth import actor_for, api_key_of
+from memories import roles, selectors
 from memories.models import Memory, Project, Role, Scope
 from memories.text import is_whole_number
 
@@ -56,9 +56,18 @@ def project_memory_or_404(project: Project, memory_id: int) -> Memory:
     return memory
 
 
-def global_memory_or_404(memory_id: int) -> Memory:
+def global_memories(request: Request) -> QuerySet[Memory]:
+    """The global memories the caller may read: approved ones, and proposals not yet
+    approved only for global reviewers and the proposing project (memories.selectors)."""
+    return selectors.global_memories_for(actor=actor_for(request))
+
+
+def global_memory_or_404(request: Request, memory_id: int) -> Memory:
+    """A global memory the caller may read; any other answers 404, as one that does not
+    exist."""
     memory = (
-        Memory.objects.filter(scope=Scope.GLOBAL, pk=memory_id)
+        global_memories(request)
+        .filter(pk=memory_id)
         .select_related("approved_by")
         .defer("search_vector", "match_keys")
         .first()
@@ -74,6 +83,18 @@ def require_reviewer(request: Request, project: Project, action: str) -> None:
         raise PermissionDenied(
             f"You need the reviewer role in project {project.slug!r} to {action};"
             " a viewer only reads."
+        )
+
+
+def require_proposer(request: Request) -> None:
+    """A global memory is proposed by a key, or by a person who reviews somewhere (a project,
+    or the global memories): a viewer only reads."""
+    if api_key_of(request) is not None or roles.may(request.user, None, Role.REVIEWER):
+        return
+    if not roles.projects_for(request.user, Role.REVIEWER).exists():
+        raise PermissionDenied(
+            "You need the reviewer role in a project (or of global memories) to propose a"
+            " global memory; a viewer only reads."
         )
 
 

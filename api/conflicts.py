@@ -12,7 +12,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api import serializers as s
-from api.access import project_memory_or_404, project_or_404, require_reviewer
+from api.access import (
+    global_memories,
+    project_memory_or_404,
+    project_or_404,
+    require_reviewer,
+)
 from api.auth import actor_for
 from api.common import MEMORY_PARAM, PROJECT_PARAM, WRITE_ERRORS, errors, valid
 from api.pagination import NamedCursorPagination
@@ -139,8 +144,11 @@ class MemorySupersede(APIView):
         memory = project_memory_or_404(target, memory_id)
         require_reviewer(request, target, "supersede memories")
         data = valid(s.SupersedeIn, request.data)
+        # Of this project, or a global memory the caller may read.
         by = (
-            Memory.objects.filter(Q(project=target) | Q(project__isnull=True), pk=data["by"])
+            Memory.objects.filter(
+                Q(project=target) | Q(pk__in=global_memories(request).values("pk")), pk=data["by"]
+            )
             .defer("search_vector", "match_keys")
             .first()
         )

@@ -13,7 +13,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from api.access import project_or_404
+from api.access import project_or_404, require_reviewer
 from api.auth import actor_for
 from api.common import PROJECT_PARAM, WRITE_ERRORS, errors
 from api.fields import (
@@ -221,6 +221,9 @@ class ContextView(APIView):
     )
     def post(self, request: Request, project: str) -> ThenJSONResponse:
         target = project_or_404(request, project)
+        if isinstance(request.data, dict) and request.data.get("runId") is not None:
+            # What a run is given is recorded with it: a write (a viewer only previews).
+            require_reviewer(request, target, "assemble the context of a run")
         then: list[Callable[[], None]] = []
         identity = _identity(request.data)
         if identity is not None:

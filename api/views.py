@@ -25,11 +25,13 @@ from rest_framework.views import APIView
 
 from api import serializers as s
 from api.access import (
+    global_memories,
     global_memory_or_404,
     project_memory_or_404,
     project_or_404,
     projects_for,
     require_global_reader,
+    require_proposer,
     require_reviewer,
 )
 from api.auth import actor_for, api_key_of
@@ -262,6 +264,7 @@ class MemoryFlag(APIView):
     def post(self, request: Request, project: str, memory_id: int) -> Response:
         target = project_or_404(request, project)
         memory = project_memory_or_404(target, memory_id)
+        require_reviewer(request, target, "flag memories")
         data = valid(s.FlagIn, request.data)
         services.memory_flag(memory=memory, actor=actor_for(request), reason=data["reason"])
         return Response(_memories_out([project_memory_or_404(target, memory_id)])[0])
@@ -326,10 +329,11 @@ class GlobalMemories(generics.GenericAPIView):
     pagination_class = MemoryPagination
     ordering = ["-created_at", "-id"]
     serializer_class = s.MemoryOut
+    queryset = Memory.objects.none()
 
     def get_queryset(self) -> QuerySet[Memory]:
         return (
-            Memory.objects.filter(scope=Scope.GLOBAL)
+            global_memories(self.request)
             .select_related("approved_by")
             .defer("search_vector", "match_keys")
         )
@@ -337,6 +341,8 @@ class GlobalMemories(generics.GenericAPIView):
     @extend_schema(
         responses={200: s.MemoryOut(many=True), **errors(400)},
         summary="Global memories (active ones by default; `active=false` for proposals)",
+        description="A proposal not yet approved is listed only for global reviewers and the"
+        " project that proposed it.",
     )
     def get(self, request: Request) -> Response:
         require_global_reader(request)
@@ -351,6 +357,7 @@ class GlobalMemories(generics.GenericAPIView):
     )
     def post(self, request: Request) -> Response:
         require_global_reader(request)
+        require_proposer(request)
         data = valid(s.GlobalMemoryCreateIn, request.data)
         _check_source(request, data["source"])
         memory = services.memory_create(
@@ -370,7 +377,7 @@ class GlobalMemoryDetail(APIView):
     @extend_schema(parameters=[MEMORY_PARAM], responses={200: s.MemoryOut, **errors()})
     def get(self, request: Request, memory_id: int) -> Response:
         require_global_reader(request)
-        return Response(s.memory_out(global_memory_or_404(memory_id)))
+        return Response(s.memory_out(global_memory_or_404(request, memory_id)))
 
 
 class GlobalMemoryApprove(APIView):
@@ -382,9 +389,9 @@ class GlobalMemoryApprove(APIView):
     )
     def patch(self, request: Request, memory_id: int) -> Response:
         require_global_reader(request)
-        memory = global_memory_or_404(memory_id)
+        memory = global_memory_or_404(request, memory_id)
         services.memory_approve(memory=memory, actor=actor_for(request))
-        return Response(s.memory_out(global_memory_or_404(memory_id)))
+        return Response(s.memory_out(global_memory_or_404(request, memory_id)))
 
 
 class GlobalMemoryReject(APIView):
@@ -396,10 +403,10 @@ class GlobalMemoryReject(APIView):
     )
     def patch(self, request: Request, memory_id: int) -> Response:
         require_global_reader(request)
-        memory = global_memory_or_404(memory_id)
+        memory = global_memory_or_404(request, memory_id)
         data = valid(s.RejectIn, request.data or {})
         services.memory_reject(memory=memory, actor=actor_for(request), reason=data["reason"])
-        return Response(s.memory_out(global_memory_or_404(memory_id)))
+        return Response(s.memory_out(global_memory_or_404(request, memory_id)))
 
 
 class ProjectExport(APIView):

@@ -16,7 +16,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from memories import roles, services
+from memories import roles, selectors, services
 from memories.actors import Actor
 from memories.models import (
     ApiKey,
@@ -32,6 +32,7 @@ from memories.models import (
     RunMemory,
     Scope,
 )
+from memories.services.validation import secrets_mode, text_fields
 
 EXPIRY_EXTENSION_DAYS = 30
 
@@ -57,8 +58,12 @@ class ByProjectRole(admin.ModelAdmin):
         visible = roles.projects_for(request.user).values("pk")
         seen = Q(**{f"{self.project_field}__in": visible})
         if self.project_field != "pk" and roles.role_in(request.user, None) is not None:
-            seen |= Q(**{f"{self.project_field}__isnull": True})
+            seen |= self.global_rows(Actor.for_user(request.user))
         return queryset.filter(seen)
+
+    def global_rows(self, actor: Actor) -> Q:
+        """The rows of global memories a person with a role somewhere sees."""
+        return Q(**{f"{self.project_field}__isnull": True})
 
     def _may(self, request: HttpRequest, obj: Any, role: Role) -> bool:
         return obj is None or roles.may(request.user, self._project_id(obj), role)
@@ -147,7 +152,24 @@ class ExpiringSoonFilter(admin.SimpleListFilter):
         return queryset
 
 
-class MemoryAddForm(forms.ModelForm):
+class _CheckedText(forms.ModelForm):
+    """What the store would refuse in the text (a secret, in any disguise, under the
+    project's policy; empty content) as form errors, by the service's own check: the admin
+    saves only in ``save_model``, where an error could no longer be shown."""
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if not self.errors and data.get("content") is not None:
+            project = data.get("project", self.instance.project)
+            text = {name: data.get(name) for name in ("content", "summary", "tags")}
+            try:
+                text_fields(secrets_mode(project), **text)
+            except ValidationError as error:
+                self.add_error(None, error)
+        return data
+
+
+class MemoryAddForm(_CheckedText):
     class Meta:
         model = Memory
         fields = [
@@ -164,7 +186,7 @@ class MemoryAddForm(forms.ModelForm):
         ]
 
 
-class MemoryChangeForm(forms.ModelForm):
+class MemoryChangeForm(_CheckedText):
     class Meta:
         model = Memory
         fields = ["type", "content", "summary", "tags", "relevance_score", "expires_at"]
@@ -311,6 +333,10 @@ class MemoryAdmin(ByProjectRole):
         "change_type",
         "delete_with_history",
     ]
+
+    def global_rows(self, actor: Actor) -> Q:
+        # A proposal not yet approved: global reviewers and its proposer only.
+        return Q(selectors.global_readable(actor), project__isnull=True)
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
@@ -497,6 +523,11 @@ class MemoryEventAdmin(ByProjectRole):
     search_fields = ["reason", "actor_label"]
     list_select_related = ["project"]
     show_full_result_count = False
+
+    def global_rows(self, actor: Actor) -> Q:
+        # The history of a global memory: of the ones the person may read.
+        readable = selectors.global_memories_for(actor=actor).values("pk")
+        return Q(project__isnull=True, memory_id__in=readable)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

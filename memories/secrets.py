@@ -2,24 +2,30 @@
 
 What an agent learns can carry what it saw: an API key in a log line, a password in a
 connection string. Memory text is rendered into other agents' prompts and shown to
-reviewers, so it must hold no secret. Each line of a memory's content, summary and tags is
-scanned by Yelp's detect-secrets (its provider detectors: AWS, GitHub, GitLab, Slack,
-Stripe, OpenAI, JWTs, private keys, credentials in URLs, quoted secret assignments, and
-more, with its false-positive filters), and by a few rules of our own for what it does not
-cover: unquoted assignments (``DB_PASSWORD=...``, ``api_key: ...``), newer key formats and
-this service's own API keys. A project's policy then rejects the write (a 400 that says
-where) or redacts each finding before storage (recorded in the memory's history).
+reviewers, so it must hold no secret. Every free text a client writes (a memory's content,
+summary and tags, a run's title, external id and write scope, a change's ref and paths, the
+reason of an edit, a flag, a rejection, a supersede or a decision) is scanned line by line
+as a person reads it, through its disguises (memories.folding: invisible characters,
+letters of other scripts that look Latin, tokens split by one space), by Yelp's
+detect-secrets (its provider detectors: AWS, GitHub, GitLab, Slack, Stripe, OpenAI, JWTs,
+private keys, credentials in URLs, quoted secret assignments, and more, with its
+false-positive filters), and by a few rules of our own for what it does not cover: unquoted
+assignments (``DB_PASSWORD=...``, ``api_key: ...``), newer key formats and this service's
+own API keys. A project's policy then rejects the write (a 400 that says where and what
+kind, never what) or redacts each finding before storage (recorded in the history).
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from django.core.exceptions import ValidationError
+
+from memories.folding import joined, latin, visible
 
 # detect-secrets plugins that name what they find. Its entropy detectors are left out: on
 # prose they flag ordinary words.
@@ -157,34 +163,83 @@ def _rule_spans(line: str) -> Iterator[tuple[str, int, int]]:
             position = match.end()
 
 
-# Characters a reader does not see: format characters (soft hyphen, zero-width space and
-# joiners, bidi controls, word joiner, byte-order mark, tag characters).
-_INVISIBLE = "Cf"
+# Detectors whose tokens have shapes of their own (a prefix, a length): looked for in tokens
+# split by spaces too. The others name a secret by what stands before it, or match too
+# loosely (a prefix of two letters) for runs of words put together.
+_SPLIT_PLUGINS = (
+    "AWSKeyDetector",
+    "AzureStorageKeyDetector",
+    "DiscordBotTokenDetector",
+    "GitHubTokenDetector",
+    "GitLabTokenDetector",
+    "JwtTokenDetector",
+    "OpenAIDetector",
+    "PypiTokenDetector",
+    "SendGridDetector",
+    "SlackDetector",
+    "SquareOAuthDetector",
+    "StripeDetector",
+)
 
 
-def visible(text: str) -> str:
-    """``text`` as a person reads it: invisible characters removed, compatibility forms
-    (full-width letters, ligatures) folded by NFKC. Secrets are looked for in this form."""
-    shown = "".join(ch for ch in text if unicodedata.category(ch) != _INVISIBLE)
-    return unicodedata.normalize("NFKC", shown)
+@cache
+def _split_tokens() -> tuple[re.Pattern[str], dict[str, str]]:
+    """One pattern for every token shape of ``_SPLIT_PLUGINS`` and of our own token rules,
+    and the kind each of its named groups finds."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    plugins: dict[str, Any] = get_mapping_from_secret_type_to_class()
+    shapes: list[tuple[str, re.Pattern[str]]] = [
+        (kind, pattern)
+        for kind in sorted(plugins)
+        if plugins[kind].__name__ in _SPLIT_PLUGINS
+        for pattern in plugins[kind]().denylist
+    ]
+    shapes += [(kind, pattern) for kind, pattern, group in _RULES if group == 0]
+    kinds, alternatives = {}, []
+    for index, (kind, pattern) in enumerate(shapes):
+        kinds[f"k{index}"] = kind
+        flags = "i" if pattern.flags & re.IGNORECASE else ""
+        # Tried only where a token may start (folding.Joined.starts): no \b needed there.
+        shape = pattern.pattern.removeprefix("\\b")
+        alternatives.append(f"(?P<k{index}>(?{flags}:{shape}))")
+    return re.compile("|".join(alternatives)), kinds
+
+
+def _split_spans(line: str) -> Iterator[tuple[str, int, int]]:
+    """Tokens split by single spaces: found where a token may start in runs put together
+    (folding.joined), across a space taken out; the span is the whole pieces it touches,
+    spaces included."""
+    pattern, kinds = _split_tokens()
+    for run in joined(line):
+        after = 0
+        for position, reach in run.starts():
+            if position < after:
+                continue
+            match = pattern.match(run.text, position, reach)
+            if match is not None and run.crosses(match.start(), match.end()):
+                start, end = run.piece(match.start(), match.end())
+                yield kinds[match.lastgroup or ""], start, end
+                after = match.end()
 
 
 def scan(text: str, field: str) -> list[Finding]:
     """The secrets in ``text`` as a person reads it (``visible``: positions are in that
-    form), first to last, overlapping findings merged (the first kind found names them). A
-    private key runs from its BEGIN line to its END line."""
-    text = visible(text)
+    form), first to last, overlapping findings merged (the first kind found names them). It
+    is read with confusable letters in Latin and with tokens split by one space put together
+    (memories.folding). A private key runs from its BEGIN line to its END line."""
+    shown = visible(text)
+    read = latin(shown)
     spans: list[tuple[int, int, str]] = []
     offset = 0
-    for line in text.splitlines(keepends=True):
+    for line in read.text.splitlines(keepends=True):
         bare = line.rstrip("\r\n")
-        for kind, start, end in [*_detector_spans(bare), *_rule_spans(bare)]:
+        for kind, start, end in [*_detector_spans(bare), *_rule_spans(bare), *_split_spans(bare)]:
             if kind == "Private Key":
                 start = bare.find("-----BEGIN") if "-----BEGIN" in bare else start
-                closing = _PRIVATE_KEY_END.search(text, offset + end)
-                spans.append((offset + start, closing.end() if closing else len(text), kind))
-            else:
-                spans.append((offset + start, offset + end, kind))
+                closing = _PRIVATE_KEY_END.search(read.text, offset + end)
+                end = (closing.end() if closing else len(read.text)) - offset
+            spans.append((*read.span(offset + start, offset + end), kind))
         offset += len(line)
     merged: list[tuple[int, int, str]] = []
     for start, end, kind in sorted(spans):
@@ -195,8 +250,8 @@ def scan(text: str, field: str) -> list[Finding]:
             merged.append((start, end, kind))
     findings = []
     for start, end, kind in merged:
-        number = text.count("\n", 0, start) + 1
-        column = start - (text.rfind("\n", 0, start) + 1) + 1
+        number = shown.count("\n", 0, start) + 1
+        column = start - (shown.rfind("\n", 0, start) + 1) + 1
         findings.append(Finding(field, kind, number, column, start, end))
     return findings
 

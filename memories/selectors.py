@@ -8,9 +8,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
 
+from memories import roles
+from memories.actors import Actor
 from memories.keys import secret_matches, split_token
 from memories.models import (
     NEEDS_REVIEW,
@@ -22,8 +24,11 @@ from memories.models import (
     MemoryPolicy,
     PairStatus,
     Project,
+    ReviewStatus,
+    Role,
     Run,
     RunMemory,
+    Scope,
 )
 from memories.models.choices import sql_literal
 from memories.statements import server_cursor
@@ -260,22 +265,49 @@ def memory_rows(queryset: QuerySet[Memory]) -> QuerySet[Memory]:
 REVIEW_ORDERS = {"newest": ("-created_at", "-id"), "least-confident": ("confidence", "-id")}
 
 
+def global_readable(actor: Actor) -> Q:
+    """Which global memories ``actor`` may read. An approved one is everyone's; a proposal
+    not yet approved (waiting, or rejected) only global reviewers' and its proposer's: every
+    key of the project whose key proposed it and the people with a role there, or the person
+    who proposed it (its ``created`` history row says who). System jobs read them all."""
+    if actor.api_key is None and actor.user is None:
+        return Q()
+    if actor.user is not None and roles.may(actor.user, None, Role.REVIEWER):
+        return Q()
+    created = MemoryEvent.objects.filter(memory=OuterRef("pk"), action=EventAction.CREATED)
+    if actor.api_key is not None:
+        proposed = created.filter(actor_api_key__project_id=actor.api_key.project_id)
+    else:
+        assert actor.user is not None
+        proposed = created.filter(
+            Q(actor_user=actor.user) | Q(actor_api_key__project__in=roles.projects_for(actor.user))
+        )
+    return Q(review_status=ReviewStatus.APPROVED) | Q(Exists(proposed))
+
+
+def global_memories_for(*, actor: Actor) -> QuerySet[Memory]:
+    """The global memories ``actor`` may read (``global_readable``)."""
+    return Memory.objects.filter(global_readable(actor), scope=Scope.GLOBAL)
+
+
 def memories_for_review(
     *,
     project: Project | None = None,
     order: str = "newest",
     within: QuerySet[Project] | None = None,
-    with_global: bool = True,
+    reader: Actor | None = None,
 ) -> QuerySet[Memory]:
     """The review queue of a project, or of every project (global memories included):
-    newest or least confident first. ``within`` and ``with_global`` narrow the queue of every
-    project to what a person may see."""
+    newest or least confident first. ``within`` narrows the queue of every project to the
+    projects a person may see, and ``reader`` to the global memories they may read."""
     queryset = Memory.objects.filter(NEEDS_REVIEW)
     if project is not None:
         queryset = queryset.filter(project=project)
     elif within is not None:
         seen = Q(project__in=within)
-        queryset = queryset.filter(seen | Q(project__isnull=True) if with_global else seen)
+        if reader is not None:
+            seen |= Q(global_readable(reader), project__isnull=True)
+        queryset = queryset.filter(seen)
     return memory_rows(queryset).order_by(*REVIEW_ORDERS.get(order, REVIEW_ORDERS["newest"]))
 
 

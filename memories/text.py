@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from memories.secrets import visible
+from memories.folding import visible
 from memories.tags import glob_problem
 
 _KEEP_CONTROL = {"\n", "\t"}

@@ -33,7 +33,16 @@ from django_htmx.middleware import HtmxDetails
 from assembly.services import ContextRequest, context_assemble
 from memories import roles, selectors, services
 from memories.actors import Actor
-from memories.models import Memory, MemoryEvent, MemoryPair, Project, Role, Run, Scope
+from memories.models import (
+    Memory,
+    MemoryEvent,
+    MemoryPair,
+    Project,
+    ReviewStatus,
+    Role,
+    Run,
+    Scope,
+)
 from memories.text import is_whole_number
 from policies.models import JobState
 from review.forms import MemoryEditForm, MemoryListFilter, PreviewForm
@@ -71,6 +80,16 @@ def _project(request: HtmxHttpRequest, slug: str, queryset: Any = None) -> Proje
     )
     _may_see(request, project.pk)
     return project
+
+
+def _may_read(request: HtmxHttpRequest, memory: Memory) -> None:
+    """A 404 unless the person may read the memory: a role in its project; for a global
+    proposal not yet approved, a global reviewer or its proposer (memories.selectors)."""
+    _may_see(request, _owner(memory))
+    if memory.scope == Scope.GLOBAL and memory.review_status != ReviewStatus.APPROVED:
+        readable = selectors.global_memories_for(actor=Actor.for_user(request.user))
+        if not readable.filter(pk=memory.pk).exists():
+            raise Http404("Nothing here, or nothing you have a role in.")
 
 
 def _is_reviewer(request: HtmxHttpRequest, project_id: int | None) -> bool:
@@ -132,7 +151,7 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         {
             "overview": overview,
             "global_waiting": selectors.memories_for_review(project=None)
-            .filter(project__isnull=True)
+            .filter(selectors.global_readable(Actor.for_user(request.user)), project__isnull=True)
             .count()
             if sees_global
             else 0,
@@ -199,7 +218,7 @@ def _queue(request: HtmxHttpRequest, project: Project | None, params: Any) -> di
         project=project,
         order=order,
         within=roles.projects_for(request.user),
-        with_global=roles.role_in(request.user, None) is not None,
+        reader=Actor.for_user(request.user) if roles.role_in(request.user, None) else None,
     )
     only_global = project is None and params.get("scope") == "global"
     if only_global:
@@ -268,7 +287,7 @@ def memory_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         ),
         pk=pk,
     )
-    _may_see(request, _owner(memory))
+    _may_read(request, memory)
     history = list(selectors.memory_history(memory_id=memory.pk)[:HISTORY_SHOWN])
     points = selectors.confidence_over_time(memory=memory, history=history)
     _name_approvers(history)
@@ -490,7 +509,7 @@ def memory_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def memory_row(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """One row as the lists show it (what an inline edit's Cancel puts back)."""
     memory = get_object_or_404(selectors.memory_rows(Memory.objects.all()), pk=pk)
-    _may_see(request, _owner(memory))
+    _may_read(request, memory)
     return render(
         request,
         f"{ROWS}#row",

@@ -36,6 +36,7 @@ from memories.services.validation import (
     choice,
     default_expiry,
     scrubbed,
+    scrubbed_for,
     secrets_mode,
     tag_fields,
     text_fields,
@@ -208,9 +209,10 @@ def memories_reject(
     *, memory_ids: Iterable[int], actor: Actor, reason: str = "", now: datetime | None = None
 ) -> ChangeResult:
     """Human rejection: the memory is set inactive and marked rejected. A secret in the
-    reason is redacted (a reviewer's note is never refused)."""
+    reason is refused or redacted as the memories' projects say (``scrubbed_for``)."""
     _require_reviewer(actor)
-    reason = scrubbed({"reason": reason}, SecretsPolicy.REDACT)["reason"]
+    ids = sorted(set(memory_ids))
+    reason = scrubbed_for({"reason": reason}, ids)["reason"]
 
     def compute(memory: Memory) -> dict[str, Any]:
         _require_reviewer_of(actor, memory)
@@ -222,7 +224,7 @@ def memories_reject(
         }
 
     return change_memories(
-        memory_ids=memory_ids,
+        memory_ids=ids,
         compute=compute,
         action=EventAction.REJECTED,
         actor=actor,
@@ -242,8 +244,9 @@ def memory_flag(*, memory: Memory, actor: Actor, reason: str) -> Memory:
     """Someone (an agent, mostly) says the memory looks wrong or stale: it is flagged for
     re-review, as a code change flags it, with the reason in its history. Nothing else
     changes: a reviewer decides (an approval clears the flag). Flagging a flagged memory
-    again keeps the first time it was flagged."""
-    reason = scrubbed({"reason": reason}, SecretsPolicy.REDACT)["reason"]
+    again keeps the first time it was flagged. A secret in the reason is refused or redacted
+    as the project says."""
+    reason = scrubbed_for({"reason": reason}, [memory.pk])["reason"]
 
     def compute(current: Memory) -> dict[str, Any]:
         if current.stale_at is not None and current.stale_ref == FLAG_REF:

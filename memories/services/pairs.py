@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memories import hooks
+from memories import hooks, selectors
 from memories.actors import Actor
 from memories.metrics import PAIRS
 from memories.models import (
@@ -32,13 +32,13 @@ from memories.models import (
     Source,
     Tier,
 )
-from memories.secrets import SecretsPolicy
 from memories.services.changes import change_memories
 from memories.services.memories import memories_approve, memories_reject, memory_create
-from memories.services.validation import Conflict, scrubbed, secrets_mode
+from memories.services.validation import Conflict, scrubbed, scrubbed_for, secrets_mode
 
 MEMORIES = Memory._meta.db_table
-# Longest chain of supersedes followed (a chain is never a cycle: supersede refuses one).
+# Longest chain of supersedes followed to its live end (a chain is never a cycle: supersede
+# refuses one, whatever its length).
 CHAIN_LIMIT = 100
 
 
@@ -95,25 +95,41 @@ def _check_pair(memory: Memory, by: Memory) -> None:
         )
     if memory.archived_at is not None:
         raise Conflict(f"Memory {memory.pk} is archived: restore it before superseding it.")
-    if memory.pk in _chain(by.pk):
-        raise ValidationError({"by": f"Memory {by.pk} is itself superseded by {memory.pk}."})
+    chain = _successors(by.pk)
+    if memory.pk in chain:
+        cycle = " → ".join(map(str, [memory.pk, by.pk, *chain[: chain.index(memory.pk) + 1]]))
+        raise ValidationError(
+            {
+                "by": f"Memory {by.pk} is itself superseded, in the end by memory {memory.pk}:"
+                f" superseding {memory.pk} by {by.pk} would make a cycle ({cycle})."
+            }
+        )
 
 
-def _chain(memory_id: int) -> list[int]:
-    """The memories that supersede ``memory_id``, nearest first."""
+def _successors(memory_id: int) -> list[int]:
+    """The memories that supersede ``memory_id``, nearest first, however long the chain (the
+    walk stops where it would come back, so even a cycle ends it).
+
+    Under concurrent supersedes this reads the chain as committed: two supersedes that each
+    close one half of a cycle of four or more memories at the same moment both pass. Every
+    supersede locks both its memories (in id order), so any two that share a memory, and so
+    every cycle of three, are checked one after the other."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            WITH RECURSIVE chain(id, depth) AS (
-                SELECT superseded_by_id, 1 FROM {MEMORIES} WHERE id = %s
+            WITH RECURSIVE chain(id, path) AS (
+                SELECT superseded_by_id, ARRAY[superseded_by_id] FROM {MEMORIES}
+                WHERE id = %s AND superseded_by_id IS NOT NULL
                 UNION ALL
-                SELECT m.superseded_by_id, c.depth + 1 FROM chain c JOIN {MEMORIES} m
-                    ON m.id = c.id WHERE c.depth < {CHAIN_LIMIT}
+                SELECT m.superseded_by_id, c.path || m.superseded_by_id
+                FROM chain c JOIN {MEMORIES} m ON m.id = c.id
+                WHERE m.superseded_by_id IS NOT NULL AND m.superseded_by_id <> ALL(c.path)
             )
-            SELECT id FROM chain WHERE id IS NOT NULL ORDER BY depth""",
+            SELECT path FROM chain ORDER BY cardinality(path) DESC LIMIT 1""",
             [memory_id],
         )
-        return [row[0] for row in cursor.fetchall()]
+        row = cursor.fetchone()
+        return list(row[0]) if row else []
 
 
 @transaction.atomic
@@ -343,7 +359,7 @@ def pair_resolve(
     sides = _sides(pair)
     if len(sides) < 2:
         raise Conflict("One of the pair's memories no longer exists.")
-    reason = scrubbed({"reason": reason}, SecretsPolicy.REDACT)["reason"]
+    reason = scrubbed_for({"reason": reason}, pair.memory_ids)["reason"]
     if action == "keep":
         kept = _choose(pair, memory_id, "memory_id")
         other = sides[pair.other(kept)]
@@ -459,6 +475,10 @@ def supersede_on_create(
     found = Memory.objects.defer("search_vector", "match_keys").in_bulk(sorted(set(ids)))
     missing = [i for i in ids if i not in found]
     wrong = [i for i, m in found.items() if m.project_id not in (None, memory.project_id)]
+    global_ids = [i for i, m in found.items() if m.project_id is None]
+    if global_ids:  # a global memory the actor may not read does not exist for it
+        readable = selectors.global_memories_for(actor=actor).filter(pk__in=global_ids)
+        wrong += sorted(set(global_ids) - set(readable.values_list("pk", flat=True)))
     if missing or wrong:
         raise ValidationError(
             {"supersedes": f"No memory {', '.join(map(str, missing + wrong))} in this project."}

@@ -4,12 +4,13 @@ and the values derived from what is written (token count, content hash, tag matc
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from memories.models import DEFAULT_EXPIRY_DAYS, MemoryPolicy, Project
+from memories.models import DEFAULT_EXPIRY_DAYS, Memory, MemoryPolicy, Project
 from memories.secrets import SecretsPolicy, scrub
 from memories.tags import tag_keys, tag_patterns
 from memories.text import clean_content, clean_tags, content_hash, summarize, to_utc
@@ -103,6 +104,20 @@ def scrubbed(values: dict[str, Any], mode: str) -> dict[str, Any]:
     a change's ref, a reason), scanned for secrets like the memory's: refused under the
     reject ``mode`` (a ValidationError naming each field), redacted under redact."""
     return scrub(values, mode).values
+
+
+def scrubbed_for(values: dict[str, Any], memory_ids: Iterable[int]) -> dict[str, Any]:
+    """Free text about memories (why they are flagged, rejected, or a pair of them decided),
+    scanned as ``scrubbed`` under the strictest secrets policy of their projects (a global
+    memory's rejects). The policies are read only when a secret is found."""
+    found = scrub(values, SecretsPolicy.REDACT)
+    if found.redacted:
+        modes = Memory.objects.filter(pk__in=memory_ids).values_list(
+            "project__policy__secrets", flat=True
+        )
+        if any(mode != SecretsPolicy.REDACT for mode in modes):
+            scrub(values, SecretsPolicy.REJECT)  # raises: each field, where, what kind
+    return found.values
 
 
 def default_expiry(

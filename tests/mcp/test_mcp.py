@@ -303,3 +303,36 @@ def test_tool_calls_are_in_the_metrics_by_name_with_latency(live_server, alpha, 
     assert 'mcp_tool_calls_total{outcome="ok",tool="recall"}' in metrics
     assert 'mcp_tool_calls_total{outcome="error",tool="get_memory"}' in metrics
     assert 'mcp_tool_duration_seconds_count{tool="recall"}' in metrics
+
+
+def test_tools_refuse_a_disguised_secret_and_store_nothing(live_server, alpha):
+    project, key = alpha
+    memory = MemoryFactory(project=project, content="The replica is at db-2.")
+    events = MemoryEvent.objects.count()
+    hidden = "ghp_Xb7kQ2mP9w\u200bR4tY6uI8oL1zC3vN5aS0dF7gH2"  # a zero width space inside
+    split = "AKIAIOSF ODNN7EXAMPLE"  # an AWS access key split by one space
+
+    async def scenario() -> dict[str, Any]:
+        async with over_http(live_server.url, key) as client:
+            return {
+                ("remember", "AWS Access Key"): await client.call_tool(
+                    "remember", {"type": "warning", "content": f"Use {split} for S3."}
+                ),
+                ("start_run", "GitHub Token"): await client.call_tool(
+                    "start_run", {"external_id": "t-1", "task_title": f"deploy with {hidden}"}
+                ),
+                ("flag_memory", "GitHub Token"): await client.call_tool(
+                    "flag_memory", {"memory_id": memory.pk, "reason": f"the token is {hidden}"}
+                ),
+            }
+
+    for (tool, kind), result in run(scenario).items():
+        assert result.is_error, tool
+        text = result.content[0].text
+        assert kind in text, (tool, text)
+        assert "ghp_" not in text, (tool, text)
+        assert "ODNN7EXAMPLE" not in text, (tool, text)
+    assert list(Memory.objects.values_list("pk", flat=True)) == [memory.pk]
+    assert not Run.objects.exists()
+    assert Memory.objects.get(pk=memory.pk).stale_at is None
+    assert MemoryEvent.objects.count() == events

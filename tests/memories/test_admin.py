@@ -277,3 +277,46 @@ def test_pairs_are_listed_and_decided_in_bulk(admin_client, project, make_memory
     old.refresh_from_db()
     assert (old.active, old.superseded_by_id) == (False, new.pk)
     assert admin_client.get(f"/admin/memories/memorypair/{pair.pk}/change/").status_code == 200
+
+
+def test_the_add_form_refuses_a_disguised_secret(admin_client, project):
+    response = admin_client.post(
+        reverse("admin:memories_memory_add"),
+        {
+            "project": project.pk,
+            "scope": "project",
+            "type": "warning",
+            "source": "human",
+            # A Cyrillic Ka (U+041A) in the AWS key's prefix.
+            "content": "The bucket key is A\u041aIAIOSFODNN7EXAMPLE.",
+            "summary": "",
+            "tags": "ops",
+            "relevance_score": "0.7",
+            "expires_at_0": "",
+            "expires_at_1": "",
+        },
+    )
+    assert response.status_code == 200
+    assert "AWS Access Key" in response.content.decode()
+    assert not Memory.objects.exists()
+
+
+def test_the_change_form_refuses_a_secret_split_by_a_space(admin_client, project, make_memory):
+    memory = make_memory(project=project, content="keep me", tags=["ops"])
+    response = admin_client.post(
+        reverse("admin:memories_memory_change", args=[memory.pk]),
+        {
+            "type": memory.type,
+            "content": "keep me",
+            "summary": "",
+            "tags": "ops,AKIAIOSF ODNN7EXAMPLE",
+            "relevance_score": "0.5",
+            "expires_at_0": "",
+            "expires_at_1": "",
+        },
+    )
+    assert response.status_code == 200
+    assert "AWS Access Key" in response.content.decode()
+    memory.refresh_from_db()
+    assert memory.tags == ["ops"]
+    assert not memory.events.filter(action="updated").exists()
