@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -175,6 +176,83 @@ def django_setup() -> None:
     django.setup()
 
 
+def create_project(
+    memories: list[dict], *, name: str, policy: dict[str, float]
+) -> tuple[Any, dict[int, str], dict[str, float]]:
+    """A fresh project holding the dataset's memories, created through the store's services
+    (type learning, source run, relevance score 0.5, all at about the same time) and
+    analysed as the autovacuum would; the dataset key of each memory id; and the timings."""
+    from django.core.exceptions import ValidationError
+    from django.db import connection
+
+    from memories import services
+    from memories.actors import Actor
+    from memories.models import Memory, Project
+    from memories.statistics import forget_common_words
+
+    actor = Actor.system("retrieval-benchmark")
+    slug = f"retrieval-{name}-{int(time.time())}"[:50]
+    project = services.project_create(name=f"Retrieval benchmark: {name}", slug=slug, **policy)
+    started = time.perf_counter()
+    key_of: dict[int, str] = {}
+    refused = 0
+    for row in memories:
+        try:
+            memory = services.memory_create(
+                project=project,
+                type=TYPE,
+                content=row["content"],
+                tags=row["tags"],
+                source="run",
+                relevance_score=0.5,
+                actor=actor,
+            )
+        except ValidationError:
+            refused += 1  # e.g. a commit message the secrets scan refuses
+            continue
+        key_of[memory.pk] = row["key"]
+    timings = {"create_s": time.perf_counter() - started, "refused": refused}
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {Memory._meta.db_table}")
+    forget_common_words()
+    return Project.objects.select_related("policy").get(pk=project.pk), key_of, timings
+
+
+def ask(project: Any, task: Task, budget: int, *, run_id: int | None = None) -> Any:
+    """The real assembly's answer to a task (cache off; recorded only for a run)."""
+    from assembly.services import ContextRequest, context_assemble
+    from memories.actors import Actor
+
+    return context_assemble(
+        project=project,
+        request=ContextRequest(
+            token_budget=budget,
+            write_scope=tuple(task.write_scope),
+            intent=task.intent,
+            limit=LIMIT,
+            run_id=run_id,
+        ),
+        actor=Actor.system("retrieval-benchmark"),
+        record=run_id is not None,
+    )
+
+
+def measure(
+    project: Any, tasks: Sequence[Task], budgets: Sequence[int], key_of: dict[int, str]
+) -> tuple[dict[tuple[str, int], list[tuple[float, float, float]]], list[float]]:
+    """Each task's scores at each budget, and the assembly's latencies (ms)."""
+    results: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
+    latencies: list[float] = []
+    for task in tasks:
+        for budget in budgets:
+            began = time.perf_counter()
+            result = ask(project, task, budget)
+            latencies.append((time.perf_counter() - began) * 1000)
+            chosen = [key_of[item.id] for item in result.items if item.id in key_of]
+            results.setdefault(("service", budget), []).append(scores(chosen, task))
+    return results, latencies
+
+
 def service(
     memories: list[dict],
     tasks: list[Task],
@@ -185,64 +263,13 @@ def service(
     policy: dict[str, float],
 ) -> tuple[dict[tuple[str, int], list[tuple[float, float, float]]], dict[str, float]]:
     from django.conf import settings
-    from django.core.exceptions import ValidationError
-    from django.db import connection
 
-    from assembly.services import ContextRequest, context_assemble
-    from memories import services
-    from memories.actors import Actor
-    from memories.models import Memory, Project
-    from memories.statistics import forget_common_words
+    from memories.models import Project
 
     settings.ASSEMBLY_CACHE_SECONDS = 0
-    actor = Actor.system("retrieval-benchmark")
-    slug = f"retrieval-{name}-{int(time.time())}"[:50]
-    project = services.project_create(name=f"Retrieval benchmark: {name}", slug=slug, **policy)
-    timings: dict[str, float] = {}
+    project, key_of, timings = create_project(memories, name=name, policy=policy)
     try:
-        started = time.perf_counter()
-        key_of: dict[int, str] = {}
-        refused = 0
-        for row in memories:
-            try:
-                memory = services.memory_create(
-                    project=project,
-                    type=TYPE,
-                    content=row["content"],
-                    tags=row["tags"],
-                    source="run",
-                    relevance_score=0.5,
-                    actor=actor,
-                )
-            except ValidationError:
-                refused += 1  # e.g. a commit message the secrets scan refuses
-                continue
-            key_of[memory.pk] = row["key"]
-        timings["create_s"] = time.perf_counter() - started
-        timings["refused"] = refused
-        with connection.cursor() as cursor:
-            cursor.execute(f"ANALYZE {Memory._meta.db_table}")
-        forget_common_words()
-        project = Project.objects.select_related("policy").get(pk=project.pk)
-        results: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
-        latencies: list[float] = []
-        for task in tasks:
-            for budget in budgets:
-                began = time.perf_counter()
-                result = context_assemble(
-                    project=project,
-                    request=ContextRequest(
-                        token_budget=budget,
-                        write_scope=tuple(task.write_scope),
-                        intent=task.intent,
-                        limit=LIMIT,
-                    ),
-                    actor=actor,
-                    record=False,
-                )
-                latencies.append((time.perf_counter() - began) * 1000)
-                chosen = [key_of[item.id] for item in result.items if item.id in key_of]
-                results.setdefault(("service", budget), []).append(scores(chosen, task))
+        results, latencies = measure(project, tasks, budgets, key_of)
         timings["p50_ms"] = statistics.median(latencies)
         timings["p95_ms"] = sorted(latencies)[int(0.95 * (len(latencies) - 1))]
         return results, timings

@@ -1,7 +1,7 @@
 """What the secret scan costs on every write: one typical memory of about 300 bytes.
 
-    .venv/bin/python bench/secrets.py [--rounds 7] [--calls 300]
-    .venv/bin/python bench/secrets.py --baseline <(git show REV:memories/secrets.py)
+    .venv/bin/python bench/secret_scan.py [--rounds 7] [--calls 300]
+    .venv/bin/python bench/secret_scan.py --baseline <(git show REV:memories/secrets.py)
 
 Times ``memories.secrets.scan`` on a memory as agents write them (English with paths,
 settings and numbers), on the same in German, Russian and Japanese, and on one with a
