@@ -80,6 +80,7 @@ class Answer:
     body: bytes | None
     given: list[tuple[int, float, dict[str, float]]]
     prompt_hash: str
+    request: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,24 @@
 """The candidate query: the best memories of one or more sources for a task, in one statement.
 
 Selection at run start and context assembly both rank with it. It reads a bounded number
-of rows whatever the project's size, through indexes:
+of rows whatever the project's size, through the owner-prefixed match keys (one GIN index):
 
-* every memory whose tags match the write scope, up to SCOPE_POOL, found through the
-  owner-prefixed match keys (GIN) and confirmed by the exact rule (memories.tags);
-* with an intent, the first TEXT_POOL memories holding all of its distinctive words and
-  the first TEXT_POOL holding any of them, through the same index;
-* the ``size`` best by confidence x relevance_score (memory_selection_idx);
+* the memories whose tags match the write scope, most specific first: through the keys
+  that name each scope path (the very file, a folder above it, a glob below one, a keyword:
+  assembly.scope.scope_keys) and then the tags only the exact rule can confirm (other
+  globs, the scope's own globs), up to SCOPE_POOL;
+* with words (the intent's and the write scope's: memories.words), the first TEXT_POOL
+  memories holding any of the distinctive ones and the first TEXT_POOL holding all of the
+  intent's;
+* with pgvector, the NEAR_POOL nearest in meaning;
+* the ``size`` best by confidence x relevance_score (memory_selection_idx).
 
-and ranks that pool exactly: write-scope matches first, then text relevance to the intent,
-then confidence x relevance_score, then confidence, then id.
+Every usable row of that pool is graded before any is cut, so no memory is left out for one
+with a worse scope grade and better words: write-scope matches first, then a first estimate
+of the score (scope grade from the keys, each word of the task counted once, quality,
+recency, nearness); the best 2 x ``size`` get their exact BM25 and are ordered again, and
+the best ``size`` are returned for the full ranking in Python (assembly.packing.rank). The
+pool's rows carry the columns that ranking reads: no row is read twice.
 
 Hand-written SQL on purpose: it is the hottest statement of the service, and building it
 through the ORM cost more time than running it.
@@ -18,10 +26,6 @@ through the ORM cost more time than running it.
 
 from __future__ import annotations
 
-import json
-import math
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -31,14 +35,16 @@ from typing import Any
 import psycopg
 from django.db import OperationalError, connection, transaction
 
+from assembly import bm25
+from assembly.bm25 import owner_stats, presence, task_terms
 from assembly.scope import scope_keys
 from memories.matching import scope_lookup, scope_params, tag_match
 from memories.models import Memory, MemoryEmbedding, Scope
 from memories.models.choices import sql_literal
 from memories.statements import server_cursor
-from memories.statistics import common_word_keys, common_word_rows, statistics, word_rows
+from memories.statistics import common_word_keys
 from memories.tags import probe_keys
-from memories.words import TaskWords, task_words, tsquery_literal
+from memories.words import TaskWords, task_words
 
 MEMORIES = Memory._meta.db_table
 EMBEDDINGS = MemoryEmbedding._meta.db_table
@@ -109,121 +115,6 @@ _USABLE = (
     "m.active AND (m.expires_at IS NULL OR m.expires_at > %(now)s)"
     " AND m.confidence >= %(min_confidence)s"
 )
-# Each owner's number of active memories and their mean number of distinct words (BM25's N
-# and average length), read at most every COMMON_WORDS_SECONDS per process as well, from at
-# most OWNER_SAMPLE rows: an owner with more has its count estimated by the planner (from the
-# table's statistics), so the cost does not grow with the project.
-OWNER_SAMPLE = 10000
-_OWNER_STATS = f"""
-    SELECT count(*), coalesce(avg(length(s.search_vector)), 1) FROM (
-        SELECT m.search_vector FROM {MEMORIES} m WHERE m.active AND {{owner}}
-        LIMIT {{sample}}) AS s"""
-_OWNER_ESTIMATE = f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {MEMORIES} m WHERE m.active AND {{owner}}"
-
-
-def owner_stats(owner: str) -> tuple[int, float]:
-    """``owner``'s number of active memories and mean number of distinct words (both from at
-    most OWNER_SAMPLE rows; beyond, the number is the planner's estimate)."""
-    stats = statistics()["stats"]
-    if owner not in stats:
-        condition = "m.project_id IS NULL" if owner == "g" else "m.project_id = %s"
-        values = [] if owner == "g" else [int(owner)]
-        with connection.cursor() as cursor:
-            cursor.execute(_OWNER_STATS.format(owner=condition, sample=OWNER_SAMPLE), values)
-            count, mean_length = cursor.fetchone()
-            if count >= OWNER_SAMPLE:
-                cursor.execute(_OWNER_ESTIMATE.format(owner=condition), values)
-                plan = cursor.fetchone()[0]
-                plan = json.loads(plan) if isinstance(plan, str) else plan
-                count = max(count, int(plan[0]["Plan"]["Plan Rows"]))
-        stats[owner] = (int(count), max(float(mean_length), 1.0))
-    return stats[owner]
-
-
-# BM25 (Okapi): each word of the task weighs by its rarity in the source's owner (IDF from
-# its document frequency: ANALYZE's estimate for a word it lists, else the rows holding it,
-# counted up to DF_COUNTED through the match-key index), and by how often the memory says it
-# against the memory's length.
-BM25_K1 = 1.2
-BM25_B = 0.75
-DF_COUNTED = 500
-# A word's memories, counted up to DF_COUNTED through the match-key index. Each key is a
-# parameter of its own, so that PostgreSQL plans the count for that very key (a key the
-# statistics do not list is rare: an index lookup, never a scan stopped at the limit).
-_DF_COUNT = (
-    f"(SELECT count(*) FROM (SELECT 1 FROM {MEMORIES} d"
-    " WHERE d.match_keys @> %({key})s::text[] AND d.active LIMIT " + str(DF_COUNTED) + ") AS x)"
-)
-# Counted frequencies, kept per process for the owner's version of its memories (assembly
-# .cache: any write gives the owner a new one), so that a word is counted once per version.
-DF_KEPT_VERSIONS = 256
-_counted: OrderedDict[tuple[str, str], dict[str, float]] = OrderedDict()
-_counted_lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class Term:
-    """A word of the task: its IDF in the source's owner, and whether the intent and whether
-    the write scope say it."""
-
-    word: str
-    idf: float
-    df: float
-    intent: bool
-    path: bool
-
-
-def document_frequencies(
-    owner: str, words: Sequence[str], version: str | None = None
-) -> dict[str, float]:
-    """How many of ``owner``'s active memories hold each word: ANALYZE's estimate where it
-    has one, else counted (up to DF_COUNTED) in one statement, and remembered for the
-    owner's ``version`` when it is known."""
-    common = common_word_rows(owner)
-    known = word_rows()
-    found: dict[str, float] = {}
-    missing: list[str] = []
-    with _counted_lock:
-        kept = _counted.get((owner, version), {}) if version else {}
-    for word in words:
-        key = f"{owner}:w:{word}"
-        df = common.get(key) or known.get(key) or kept.get(word)
-        if df is None:
-            missing.append(word)
-        else:
-            found[word] = float(df)
-    if missing:
-        params = {f"k{j}": [f"{owner}:w:{word}"] for j, word in enumerate(missing)}
-        counts = ", ".join(_DF_COUNT.format(key=f"k{j}") for j in range(len(missing)))
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT ARRAY[{counts}]", params)
-            counted = dict(zip(missing, map(float, cursor.fetchone()[0]), strict=True))
-        found.update(counted)
-        if version:
-            with _counted_lock:
-                _counted.setdefault((owner, version), {}).update(counted)
-                _counted.move_to_end((owner, version))
-                while len(_counted) > DF_KEPT_VERSIONS:
-                    _counted.popitem(last=False)
-    return found
-
-
-def task_terms(owner: str, words: TaskWords, version: str | None = None) -> list[Term]:
-    """The task's words with their IDF in ``owner`` (whose ``version`` of its memories,
-    when known, lets counted frequencies be reused)."""
-    docs = float(max(owner_stats(owner)[0], 1))
-    frequencies = document_frequencies(owner, words.all, version)
-    intent, path = set(words.intent), set(words.path)
-    return [
-        Term(
-            word,
-            round(math.log(1 + (docs - df + 0.5) / (df + 0.5)), 9),
-            df,
-            word in intent,
-            word in path,
-        )
-        for word, df in ((word, frequencies[word]) for word in words.all)
-    ]
 
 
 @dataclass(frozen=True)
@@ -254,44 +145,13 @@ class Ranking:
         )
 
 
-def _length_norm(i: int) -> str:
-    """BM25's saturation of one occurrence in memory ``m`` for its length."""
+def _found(usable: str, key: str) -> str:
+    """A pool row: the memory's id, whether it is usable, the key the write-scope lookup
+    found it by (NULL when another lookup did), and the columns ranking reads (so that the
+    pool is ranked without reading the rows again)."""
     return (
-        f"{BM25_K1 + 1} / (1 + {BM25_K1} * ({1 - BM25_B} + {BM25_B}"
-        f" * length(m.search_vector) / %(avgdl_{i})s::float8))"
-    )
-
-
-def _presence(i: int, terms: Sequence[Term], part: str, params: dict[str, Any]) -> str:
-    """BM25 of ``part`` (intent or path) counting each word once: a memory holds it or not
-    (one probe of its search vector a word; the shortlist's first estimate)."""
-    sums = []
-    for j, term in enumerate(terms):
-        if getattr(term, part) and term.idf > 0:
-            params[f"tq_{i}_{j}"] = tsquery_literal(term.word)
-            params[f"idf_{i}_{j}"] = term.idf
-            sums.append(
-                f"CASE WHEN m.search_vector @@ %(tq_{i}_{j})s::tsquery"
-                f" THEN %(idf_{i}_{j})s::float8 ELSE 0 END"
-            )
-    if not sums:
-        return "0.0::float8"
-    return f"(({' + '.join(sums)}) * {_length_norm(i)})"
-
-
-def _exact(i: int) -> str:
-    """BM25 of the intent's and of the write scope's words with their counts in the memory."""
-    saturation = (
-        f"t.idf * cardinality(u.positions) * {BM25_K1 + 1} / (cardinality(u.positions)"
-        f" + {BM25_K1} * ({1 - BM25_B} + {BM25_B}"
-        f" * length(m.search_vector) / %(avgdl_{i})s::float8))"
-    )
-    return (
-        f"(SELECT coalesce(sum({saturation}) FILTER (WHERE t.intent), 0) AS intent,"
-        f" coalesce(sum({saturation}) FILTER (WHERE t.path), 0) AS path"
-        f" FROM unnest(m.search_vector) AS u JOIN unnest(%(t_word_{i})s::text[],"
-        f" %(t_idf_{i})s::float8[], %(t_intent_{i})s::bool[], %(t_path_{i})s::bool[])"
-        " AS t(word, idf, intent, path) ON t.word = u.lexeme)"
+        f"m.id, {usable} AS usable, {key} AS key, m.confidence, m.relevance_score,"
+        " m.created_at, m.search_vector, m.match_keys, m.tag_patterns, m.tags"
     )
 
 
@@ -382,26 +242,25 @@ def candidate_query(
         matches = tag_match(i, probe)
         found = [
             # The write-scope matches through the graded keys, most specific first.
-            f"(SELECT f.id, f.usable, f.key, {i} AS source FROM (SELECT key, max(grade) AS best"
+            f"(SELECT f.* FROM (SELECT key, max(grade) AS best"
             f" FROM unnest(%(sk_key_{i})s::text[], %(sk_grade_{i})s::float8[]) AS k(key, grade)"
             " GROUP BY key ORDER BY best DESC, key) AS k CROSS JOIN LATERAL"
-            f" (SELECT m.id, {_USABLE} AS usable, k.key FROM {MEMORIES} m"
+            f" (SELECT {_found(_USABLE, 'k.key')} FROM {MEMORIES} m"
             f" WHERE m.match_keys @> ARRAY[k.key] AND {source.key_filter} AND m.active"
             f" LIMIT {SCOPE_POOL}) AS f LIMIT {SCOPE_POOL})",
         ]
         # Matches of tags the keys cannot grade (other globs), and of the scope's own globs.
         other = f" AND m.match_keys && %(other_{i})s::text[]" if probe.anchored else ""
         scoped = source.key_filter if probe.anchored else source.condition
+        globbed = _found(_USABLE, "''")
         found.append(
-            f"(SELECT m.id, {_USABLE} AS usable, '' AS key, {i} AS source FROM {MEMORIES} m"
+            f"(SELECT {globbed} FROM {MEMORIES} m"
             f" WHERE {scoped} AND m.active{other} AND {matches} LIMIT {SCOPE_POOL})"
         )
 
-        def usable(where: str, i: int = i) -> str:
-            return (
-                f"SELECT m.id, true AS usable, NULL::text AS key, {i} AS source"
-                f" FROM {MEMORIES} m WHERE {where} AND {_USABLE}"
-            )
+        def usable(where: str) -> str:
+            row = _found("true", "NULL::text")
+            return f"SELECT {row} FROM {MEMORIES} m WHERE {where} AND {_USABLE}"
 
         terms = (
             task_terms(source.owner, words, (versions or {}).get(source.owner)) if words.all else []
@@ -446,9 +305,10 @@ def candidate_query(
             " ORDER BY m.confidence * m.relevance_score DESC, m.id LIMIT %(size)s)"
         )
         ctes.append(f"found_{i} AS ({' UNION ALL '.join(found)})")
+        # Each memory once, as the write-scope lookup found it when it did (``key`` not null:
+        # a match, proven by a key or by the exact rule).
         ctes.append(
-            f"pool_{i} AS (SELECT id, bool_or(usable) AS usable,"
-            f" bool_or(key IS NOT NULL) AS matched FROM found_{i} GROUP BY id)"
+            f"pool_{i} AS (SELECT DISTINCT ON (id) * FROM found_{i} ORDER BY id, key IS NULL)"
         )
         # The scope grade of the rows found through the graded keys: for each entry of the
         # scope, the best grade of a key the row holds; their mean.
@@ -459,16 +319,17 @@ def candidate_query(
             f" %(sk_grade_{i})s::float8[]) AS s(key, entry, grade) ON s.key = f.key"
             " GROUP BY f.id, s.entry) AS b GROUP BY id)"
         )
-        tag_matched = f"(p.matched OR {matches})"
+        # The pool's rows carry the columns these read (``m`` below is the pool).
+        tag_matched = f"(m.key IS NOT NULL OR {matches})"
         quality = "m.confidence * m.relevance_score"
         if ranking is None:
             ranked.append(
-                f"SELECT {columns}, {i} AS source, {tag_matched} AS tag_match,"
-                f" coalesce(g.grade, 0.0) AS grade, 0.0::float8 AS text_rank,"
-                f" 0.0::float8 AS path_rank, {quality} AS quality, true AS usable,"
-                f" 0.0::float8 AS estimate{extra}"
-                f" FROM pool_{i} p JOIN {MEMORIES} m ON m.id = p.id"
-                f" LEFT JOIN graded_{i} g ON g.id = p.id WHERE p.usable"
+                f"SELECT {columns}, {i} AS source, p.tag_match, p.grade, 0.0::float8 AS"
+                f" text_rank, 0.0::float8 AS path_rank, p.quality, true AS usable,"
+                f" 0.0::float8 AS estimate{extra} FROM (SELECT m.id, {tag_matched} AS tag_match,"
+                f" coalesce(g.grade, 0.0) AS grade, {quality} AS quality FROM pool_{i} m"
+                f" LEFT JOIN graded_{i} g ON g.id = m.id WHERE m.usable) AS p"
+                f" JOIN {MEMORIES} m ON m.id = p.id"
             )
         else:
             recency = (
@@ -477,12 +338,12 @@ def candidate_query(
                 " / %(half_life)s) ELSE 0 END"
             )
             ctes.append(
-                f"first_{i} AS (SELECT p.id, {tag_matched} AS tag_match,"
-                f" coalesce(g.grade, 0.0) AS grade, {_presence(i, terms, 'intent', params)}"
-                f" AS intent, {_presence(i, terms, 'path', params)} AS path,"
+                f"first_{i} AS (SELECT m.id, {tag_matched} AS tag_match,"
+                f" coalesce(g.grade, 0.0) AS grade, {presence(i, terms, 'intent', params)}"
+                f" AS intent, {presence(i, terms, 'path', params)} AS path,"
                 f" {near} AS near, {quality} AS quality, {recency} AS recency,"
-                f" m.confidence FROM pool_{i} p JOIN {MEMORIES} m ON m.id = p.id"
-                f" LEFT JOIN graded_{i} g ON g.id = p.id WHERE p.usable)"
+                f" m.confidence, m.search_vector FROM pool_{i} m"
+                f" LEFT JOIN graded_{i} g ON g.id = m.id WHERE m.usable)"
             )
             ctes.append(
                 f"short_{i} AS (SELECT * FROM first_{i} ORDER BY tag_match DESC,"
@@ -492,13 +353,13 @@ def candidate_query(
                 " + %(w_recency)s * recency DESC, confidence DESC, id LIMIT %(shortlist)s)"
             )
             if terms:
-                exact = f"CROSS JOIN LATERAL {_exact(i)} AS x"
+                exact = f"CROSS JOIN LATERAL {bm25.exact(i)} AS x"
                 text_rank, path_rank = "x.intent", "x.path"
             else:
                 exact, text_rank, path_rank = "", "0.0::float8", "0.0::float8"
             ctes.append(
                 f"exact_{i} AS (SELECT s.*, {text_rank} AS text_rank, {path_rank} AS path_rank"
-                f" FROM short_{i} s JOIN {MEMORIES} m ON m.id = s.id {exact})"
+                f" FROM short_{i} s {exact})"
             )
             ranked.append(
                 f"SELECT {columns}, {i} AS source, s.tag_match, s.grade, s.text_rank,"
@@ -514,8 +375,8 @@ def candidate_query(
                 f"SELECT {columns}, {i} AS source, true AS tag_match, 0.0::float8 AS grade,"
                 f" 0.0::float8 AS text_rank, 0.0::float8 AS path_rank, {quality} AS quality,"
                 f" false AS usable, 0.0::float8 AS estimate{extra}"
-                f" FROM (SELECT p.id FROM pool_{i} p JOIN {MEMORIES} c ON c.id = p.id"
-                " WHERE p.matched AND NOT p.usable ORDER BY c.confidence DESC, p.id"
+                f" FROM (SELECT p.id FROM pool_{i} p"
+                " WHERE p.key IS NOT NULL AND NOT p.usable ORDER BY p.confidence DESC, p.id"
                 f" LIMIT %(left_out)s) AS p JOIN {MEMORIES} m ON m.id = p.id"
             )
     order = "quality DESC" if ranking is None else "estimate DESC, quality DESC"

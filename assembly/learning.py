@@ -15,7 +15,7 @@ win there by MIN_GAIN and not lose on the runs they were fitted on.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 
 from assembly.packing import Weights
@@ -65,15 +65,20 @@ def reranked(run: Sequence[Judged], weights: Weights) -> list[Judged]:
     return [run[i] for i in order]
 
 
-def ndcg_at_10(run: Sequence[Judged], weights: Weights) -> float:
-    gains = [1.0 if j.used else 0.0 for j in reranked(run, weights)[:10]]
-    ideal = sorted((1.0 if j.used else 0.0 for j in run), reverse=True)[:10]
+def ndcg(gains: Sequence[float], ideal: Sequence[float]) -> float:
+    """nDCG@10 of gains in ranked order, against the best order of ``ideal``."""
 
     def dcg(values: Sequence[float]) -> float:
-        return sum(value / math.log2(i + 2) for i, value in enumerate(values))
+        return sum(value / math.log2(i + 2) for i, value in enumerate(values[:10]))
 
-    best = dcg(ideal)
+    best = dcg(sorted(ideal, reverse=True))
     return dcg(gains) / best if best else 0.0
+
+
+def ndcg_at_10(run: Sequence[Judged], weights: Weights) -> float:
+    """nDCG@10 of a run's given list re-ranked by ``weights``, used memories counting 1."""
+    gains = [1.0 if j.used else 0.0 for j in reranked(run, weights)]
+    return ndcg(gains, [1.0 if j.used else 0.0 for j in run])
 
 
 def quality(runs: Sequence[Sequence[Judged]], weights: Weights) -> float:
@@ -131,11 +136,27 @@ class Fitted:
         return f"Kept the weights in force: {figures}; a fit must win by {MIN_GAIN} to count."
 
 
-def fit_and_check(runs: Sequence[Sequence[Judged]], current: Weights) -> Fitted:
-    """Fit on the older runs (oldest first in ``runs``), check on the newest third."""
-    held = max(1, round(len(runs) * HELD_BACK))
+def held_back(count: int) -> int:
+    """How many of ``count`` runs (the newest) a fit is checked on."""
+    return max(1, round(count * HELD_BACK))
+
+
+def fit_and_check(
+    runs: Sequence[Sequence[Judged]],
+    current: Weights,
+    judge: Callable[[Weights], float] | None = None,
+) -> Fitted:
+    """Fit on the older runs (oldest first in ``runs``), check on the newest third: by
+    ``judge`` when given (how well weights rank those runs for real), else by re-ranking
+    what they were given."""
+    held = held_back(len(runs))
     train, check = runs[:-held], runs[-held:]
     after = fit(train, current)
+
+    def checked(weights: Weights) -> float:
+        return judge(weights) if judge is not None else quality(check, weights)
+
+    held_before = checked(current)
     return Fitted(
         before=current,
         after=after,
@@ -143,8 +164,8 @@ def fit_and_check(runs: Sequence[Sequence[Judged]], current: Weights) -> Fitted:
         held=len(check),
         train_before=round(quality(train, current), 6),
         train_after=round(quality(train, after), 6),
-        held_before=round(quality(check, current), 6),
-        held_after=round(quality(check, after), 6),
+        held_before=round(held_before, 6),
+        held_after=round(held_before if after == current else checked(after), 6),
     )
 
 

@@ -8,7 +8,7 @@ memory is dropped until it fits, so the budget is never exceeded.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memory_layer_client.budget import DEFAULT_SHARES, Share, allocate
@@ -169,29 +169,13 @@ def pack(
     frame = count_tokens(render(render_section(["x"])), encoding) - count_tokens("\n- x", encoding)
     pool = max(0, budget - max(frame, 0))
     # The same line twice, or nearly the same, would spend tokens on a repeat: only the
-    # best-ranked one stays.
-    options: list[tuple[Scored, str]] = []
-    repeats: list[Scored] = []
-    similar_to: dict[int, int] = {}
-    seen_lines: set[str] = set()
-    seen = Seen(similar) if similar is not None else None
-    for s in ranked:
-        line = _line(s, base)
-        if line in seen_lines:
-            repeats.append(s)
-            continue
-        if seen is not None:
-            repeated = seen.repeated(s.candidate.content)
-            if repeated is not None:
-                similar_to[s.candidate.id] = repeated
-                continue
-            seen.keep(s.candidate.id, s.candidate.content)
-        seen_lines.add(line)
-        options.append((s, line))
-    costs = {s.candidate.id: cost(line) for s, line in options}
+    # best-ranked one stays. Candidates are looked at in rank order only as far as the
+    # packing needs them (a full page of ``limit`` memories looks no further).
+    options = _Options(ranked, lambda s: _line(s, base), cost, similar)
     demand: dict[str, int] = {}
-    for s, _ in options[:limit]:
-        demand[s.candidate.source] = demand.get(s.candidate.source, 0) + costs[s.candidate.id]
+    for s, _ in options.first(limit):
+        source = s.candidate.source
+        demand[source] = demand.get(source, 0) + options.costs[s.candidate.id]
     allocation = allocate(pool, {k: shares.get(k, Share.auto(0.0)) for k in shares}, demand)
 
     taken: dict[int, Chosen] = {}
@@ -201,7 +185,7 @@ def pack(
         if len(taken) >= limit:
             break
         source = s.candidate.source
-        tokens = costs[s.candidate.id]
+        tokens = options.costs[s.candidate.id]
         if spent.get(source, 0) + tokens <= allocation.get(source, 0):
             taken[s.candidate.id] = Chosen(s, base, line, tokens)
             spent[source] = spent.get(source, 0) + tokens
@@ -210,13 +194,13 @@ def pack(
     for s, line in options:
         if len(taken) >= limit:
             break
-        tokens = costs[s.candidate.id]
+        tokens = options.costs[s.candidate.id]
         if s.candidate.id not in taken and tokens <= left:
             taken[s.candidate.id] = Chosen(s, base, line, tokens)
             left -= tokens
     # 3. Adaptive: the best memories get their full content while the budget allows.
     if lod == "adaptive":
-        for s, _ in options:
+        for s, _ in options.seen:
             chosen = taken.get(s.candidate.id)
             if chosen is None:
                 continue
@@ -225,7 +209,7 @@ def pack(
             if extra <= left:
                 taken[s.candidate.id] = Chosen(s, "atomic", full, chosen.tokens + extra)
                 left -= extra
-    chosen_list = [taken[s.candidate.id] for s, _ in options if s.candidate.id in taken]
+    chosen_list = [taken[s.candidate.id] for s, _ in options.seen if s.candidate.id in taken]
     # 4. Exact count of the final text; drop the lowest-ranked until it fits.
     while True:
         text = render(render_section([c.line for c in chosen_list]))
@@ -238,14 +222,71 @@ def pack(
     for position, chosen in enumerate(chosen_list, start=1):
         chosen.rank = position
     kept = {c.scored.candidate.id for c in chosen_list}
-    dropped: list[tuple[Scored, str]] = [(s, "duplicate") for s in repeats]
-    dropped += [(s, "similar") for s in ranked if s.candidate.id in similar_to]
-    for position, (s, _) in enumerate(options):
+    dropped: list[tuple[Scored, str]] = [(s, "duplicate") for s in options.repeats]
+    dropped += [(s, "similar") for s in ranked if s.candidate.id in options.similar_to]
+    # What was not given: past the limit, or for the budget (a candidate never looked at
+    # counts with the options after the last one looked at).
+    unseen = list(ranked[options.looked_at :])
+    for position, s in enumerate([s for s, _ in options.seen] + unseen):
         if s.candidate.id in kept:
             continue
         over_limit = position >= limit and len(kept) >= limit
         dropped.append((s, "limit" if over_limit or len(kept) >= limit else "budget"))
-    return Packed(chosen_list, dropped, text, total, allocation, similar_to)
+    return Packed(chosen_list, dropped, text, total, allocation, options.similar_to)
+
+
+class _Options:
+    """The ranked candidates that are worth a line, looked at lazily in rank order: a line
+    already taken is a duplicate, a near-repeat of a better-ranked one is similar
+    (assembly.diversity); each option's line and its cost are kept."""
+
+    def __init__(
+        self,
+        ranked: Sequence[Scored],
+        line: Callable[[Scored], str],
+        cost: Callable[[str], int],
+        similar: float | None,
+    ) -> None:
+        self.ranked, self.line, self.cost = ranked, line, cost
+        self.seen: list[tuple[Scored, str]] = []
+        self.costs: dict[int, int] = {}
+        self.repeats: list[Scored] = []
+        self.similar_to: dict[int, int] = {}
+        self.looked_at = 0
+        self.lines: set[str] = set()
+        self.diversity = Seen(similar) if similar is not None else None
+
+    def _next(self) -> bool:
+        """Look at the next candidate; False when none is left."""
+        while self.looked_at < len(self.ranked):
+            s = self.ranked[self.looked_at]
+            self.looked_at += 1
+            line = self.line(s)
+            if line in self.lines:
+                self.repeats.append(s)
+                continue
+            if self.diversity is not None:
+                repeated = self.diversity.repeated(s.candidate.content)
+                if repeated is not None:
+                    self.similar_to[s.candidate.id] = repeated
+                    continue
+                self.diversity.keep(s.candidate.id, s.candidate.content)
+            self.lines.add(line)
+            self.costs[s.candidate.id] = self.cost(line)
+            self.seen.append((s, line))
+            return True
+        return False
+
+    def first(self, count: int) -> list[tuple[Scored, str]]:
+        while len(self.seen) < count and self._next():
+            pass
+        return self.seen[:count]
+
+    def __iter__(self) -> Iterator[tuple[Scored, str]]:
+        position = 0
+        while position < len(self.seen) or self._next():
+            yield self.seen[position]
+            position += 1
 
 
 def recency(age_days: float, half_life_days: float) -> float:

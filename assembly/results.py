@@ -4,6 +4,7 @@ JSON, the review pages as HTML)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,8 @@ class Context:
     items: list[Item]
     dropped: list[Dropped]
     metadata: Metadata
+    # What was asked (ContextRequest.recorded): a run keeps it with what it was given.
+    request: dict[str, Any] | None = None
 
     @property
     def given(self) -> list[tuple[int, float, dict[str, float]]]:

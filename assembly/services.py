@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import time
@@ -50,6 +51,31 @@ class ContextRequest:
     encoding: str = "o200k_base"
     prompt: Mapping[str, str] = field(default_factory=dict)
     shares: Mapping[str, Share] | None = None
+
+    def recorded(self) -> dict[str, Any]:
+        """What a run keeps of the request that gave it memories (its parts that decide the
+        ranking, for a fit of the weights to ask again: assembly.ranking)."""
+        return {
+            "token_budget": self.token_budget,
+            "response_reserve": self.response_reserve,
+            "write_scope": list(self.write_scope),
+            "intent": self.intent,
+            "entities": list(self.entities),
+            "limit": self.limit,
+            "lod": self.lod,
+            "sources": list(self.sources),
+            "encoding": self.encoding,
+            "format": self.format,
+            "prompt": dict(self.prompt),
+        }
+
+    @classmethod
+    def from_recorded(cls, recorded: Mapping[str, Any], **changes: Any) -> ContextRequest:
+        values = {
+            name: tuple(value) if isinstance(value, list) else value
+            for name, value in recorded.items()
+        }
+        return cls(**{**values, **changes})
 
     def cache_digest(self, policy: MemoryPolicy) -> str:
         """Everything that decides the result (the run only decides where it is recorded):
@@ -169,6 +195,7 @@ def context_assemble(
             )
     versions = cache.owners(project.pk, lookup.versions) if lookup else cache.versions(project.pk)
     result = _assemble(project, request, run, write_scope, pool, limit, started, versions)
+    result = replace(result, request=request.recorded())
     # An answer missing a part (a source too slow, no meaning) is not served again.
     degraded = any(w.code in DEGRADED for w in result.metadata.warnings)
     if lookup and not degraded:
@@ -177,6 +204,7 @@ def context_assemble(
             body=encode(result) if encode else None,
             given=result.given,
             prompt_hash=result.metadata.prompt_hash,
+            request=request.recorded(),
         )
         cache.put(project.pk, digest, lookup, answer, cache_seconds)
     return _deliver(result, run, cache_hit=False, started=started, defer=defer, record=record)
@@ -206,7 +234,7 @@ def context_replay(
         run = _run(project, run_id)
         if run is None:  # removed since: the full path says so
             return None
-    _record(answer.given, answer.prompt_hash, run, defer)
+    _record(answer.given, answer.prompt_hash, run, defer, answer.request)
     ASSEMBLY_SECONDS.labels("hit").observe(time.perf_counter() - started)
     return answer.body, _elapsed_ms(started)
 
@@ -230,7 +258,7 @@ def _deliver(
 ) -> Context:
     """Record what ``result`` gives (the run, access counts) and stamp its metadata."""
     if record:
-        _record(result.given, result.metadata.prompt_hash, run, defer)
+        _record(result.given, result.metadata.prompt_hash, run, defer, result.request)
     metadata = replace(result.metadata, cache_hit=cache_hit, assembly_time_ms=_elapsed_ms(started))
     ASSEMBLY_SECONDS.labels("hit" if cache_hit else "miss").observe(time.perf_counter() - started)
     return replace(result, metadata=metadata)
@@ -241,17 +269,43 @@ def _record(
     prompt_hash: str,
     run: Run | None,
     defer: Callable[[Callable[[], None]], None] | None,
+    request: dict[str, Any] | None = None,
 ) -> None:
     """The run's record at once (a finished run is a Conflict, and then nothing else is
     recorded either), the uses through ``defer`` (or at once)."""
     if run is not None:
-        memory_services.run_give_memories(run=run, ranked=given, prompt_hash=prompt_hash)
+        memory_services.run_give_memories(
+            run=run, ranked=given, prompt_hash=prompt_hash, request=request
+        )
     if given:
         record = partial(uses.record, [memory_id for memory_id, *_ in given])
         if defer is None:
             record()
         else:
             defer(record)
+
+
+def context_ranked(*, project: Project, recorded: Mapping[str, Any], weights: Weights) -> list[int]:
+    """The memories a recorded request (ContextRequest.recorded) would be given now if the
+    project ranked with ``weights``: assembled afresh, never cached, nothing recorded."""
+    request = ContextRequest.from_recorded(recorded)
+    pool, limit = _validate(project, request)
+    policy = copy.copy(project.policy)
+    for name, value in asdict(weights).items():
+        setattr(policy, f"weight_{name}", value)
+    trial = copy.copy(project)
+    trial.policy = policy
+    result = _assemble(
+        trial,
+        request,
+        None,
+        clean_write_scope(list(request.write_scope)),
+        pool,
+        limit,
+        time.perf_counter(),
+        cache.versions(project.pk),
+    )
+    return [item.id for item in result.items]
 
 
 def policy_weights(policy: MemoryPolicy) -> Weights:

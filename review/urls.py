@@ -1,6 +1,6 @@
 from django.urls import path
 
-from review import views
+from review import ranking, views
 
 app_name = "review"
 
@@ -15,6 +15,12 @@ urlpatterns = [
     path(f"{project}/preview/", views.preview, name="preview"),
     path(f"{project}/runs/", views.runs, name="runs"),
     path(f"{project}/runs/<int:pk>/", views.run_detail, name="run"),
+    path(f"{project}/ranking/", ranking.ranking, name="ranking"),
+    path(
+        f"{project}/ranking/<int:pk>/restore/",
+        ranking.ranking_restore,
+        name="ranking-restore",
+    ),
     path("conflicts/", views.conflicts, name="conflicts"),
     path(f"{project}/conflicts/", views.conflicts, name="project-conflicts"),
     path("conflicts/<int:pk>/", views.conflict_detail, name="conflict"),

@@ -12,6 +12,11 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddField(
             model_name="run",
+            name="context_request",
+            field=models.JSONField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name="run",
             name="used_memory_ids",
             field=django.contrib.postgres.fields.ArrayField(
                 base_field=models.BigIntegerField(), blank=True, null=True, size=None

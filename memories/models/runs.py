@@ -29,6 +29,9 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     # The memories the agent said it used, with its outcome (None: it said nothing).
     used_memory_ids = ArrayField(models.BigIntegerField(), null=True, blank=True)
+    # What it asked the assembly for when it was first given memories (its intent, write
+    # scope, budget...): a fit of the ranking asks again with other weights.
+    context_request = models.JSONField(null=True, blank=True)
     memories: models.ManyToManyField[Memory, RunMemory] = models.ManyToManyField(
         "Memory", through="RunMemory", related_name="runs", blank=True
     )

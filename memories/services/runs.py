@@ -8,8 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
-from django.db.models import Case, Q, Value, When
+from django.db import IntegrityError, models, transaction
+from django.db.models import Case, F, Q, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memories.actors import Actor
@@ -73,9 +74,11 @@ def run_give_memories(
     run: Run,
     ranked: Sequence[tuple[int, float] | tuple[int, float, dict[str, float]]],
     prompt_hash: str = "",
+    request: dict[str, Any] | None = None,
 ) -> list[RunMemory]:
     """Record which memories (id, score and, when known, the score's parts; best first) a
-    run was given, so its outcome moves them (and a fit of the ranking learns from them)."""
+    run was given, so its outcome moves them (and a fit of the ranking learns from them);
+    and ``request``, what it asked the assembly for (the first one a run made is kept)."""
     # The lock orders this against a concurrent outcome of the same run.
     status = Run.objects.select_for_update().values_list("status", flat=True).get(pk=run.pk)
     if status != RunStatus.RUNNING:
@@ -91,9 +94,15 @@ def run_give_memories(
         for rank, (memory_id, score, *parts) in enumerate(ranked, start=1)
     ]
     RunMemory.objects.bulk_create(given, ignore_conflicts=True)
+    changes: dict[str, Any] = {}
     if prompt_hash:
-        Run.objects.filter(pk=run.pk).update(prompt_hash=prompt_hash)
-        run.prompt_hash = prompt_hash
+        changes["prompt_hash"] = run.prompt_hash = prompt_hash
+    if request is not None:
+        changes["context_request"] = Coalesce(
+            F("context_request"), Value(request, output_field=models.JSONField())
+        )
+    if changes:
+        Run.objects.filter(pk=run.pk).update(**changes)
     return given
 
 

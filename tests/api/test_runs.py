@@ -100,3 +100,66 @@ def test_global_reject(agent, reviewer_client):
         agent.patch(f"/api/memories/global/{created['id']}/reject", {}, format="json").status_code
         == 403
     )
+
+
+def test_an_outcome_names_the_memories_used_and_the_run_keeps_each_items_score_parts(
+    agent, project, make_memory
+):
+    first, second = (
+        make_memory(project=project, content="One."),
+        make_memory(project=project, content="Two, a different note."),
+    )
+    run_id = agent.post(url(project, "runs"), {"externalId": "r"}, format="json").json()["id"]
+    context = agent.post(
+        url(project, "context"), {"tokenBudget": 500, "runId": run_id}, format="json"
+    ).json()
+    assert {item["id"] for item in context["items"]} == {first.pk, second.pk}
+    response = agent.post(
+        url(project, "runs", run_id, "outcome"),
+        {"outcome": "succeeded", "usedMemoryIds": [second.pk]},
+        format="json",
+    )
+    assert response.status_code == 200
+    assert response.json()["run"]["usedMemoryIds"] == [second.pk]
+    detail = agent.get(url(project, "runs", run_id)).json()
+    given = {g["memoryId"]: g for g in detail["given"]}
+    assert (given[first.pk]["used"], given[second.pk]["used"]) == (False, True)
+    by_id = {item["id"]: item for item in context["items"]}
+    assert given[second.pk]["scoreParts"] == by_id[second.pk]["scoreParts"]
+    assert "pathText" in given[second.pk]["scoreParts"]
+
+
+@pytest.mark.parametrize("whose", ["unknown", "other project"])
+def test_used_memories_must_be_the_projects_own(agent, project, other_project, make_memory, whose):
+    given = make_memory(project=project)
+    foreign = make_memory(project=other_project).pk if whose == "other project" else 999_999
+    run_id = agent.post(url(project, "runs"), {"externalId": "r"}, format="json").json()["id"]
+    services.run_give_memories(run=Run.objects.get(pk=run_id), ranked=[(given.pk, 0.5)])
+    response = agent.post(
+        url(project, "runs", run_id, "outcome"),
+        {"outcome": "succeeded", "usedMemoryIds": [given.pk, foreign]},
+        format="json",
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert set(error["fields"]) == {"usedMemoryIds"}
+    assert str(foreign) in error["fields"]["usedMemoryIds"][0]
+    run = Run.objects.get(pk=run_id)
+    assert (run.status, run.used_memory_ids) == ("running", None)  # nothing recorded
+    assert Memory.objects.get(pk=given.pk).confidence == given.confidence
+
+
+def test_used_memories_may_follow_in_a_repeat_of_the_outcome_once(agent, project, make_memory):
+    memory = make_memory(project=project)
+    run_id = agent.post(url(project, "runs"), {"externalId": "r"}, format="json").json()["id"]
+    services.run_give_memories(run=Run.objects.get(pk=run_id), ranked=[(memory.pk, 0.5)])
+    outcome = url(project, "runs", run_id, "outcome")
+    assert agent.post(outcome, {"outcome": "failed"}, format="json").json()["recorded"] is True
+    again = agent.post(outcome, {"outcome": "failed", "usedMemoryIds": [memory.pk]}, format="json")
+    assert again.json()["recorded"] is False
+    assert again.json()["run"]["usedMemoryIds"] == [memory.pk]
+    later = agent.post(outcome, {"outcome": "failed", "usedMemoryIds": []}, format="json")
+    assert later.json()["run"]["usedMemoryIds"] == [memory.pk]  # said once
+    bad = agent.post(outcome, {"outcome": "failed", "usedMemoryIds": ["x"]}, format="json")
+    assert bad.status_code == 400
+    assert list(bad.json()["error"]["fields"]) == ["usedMemoryIds[0]"]

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from assembly import candidates
+from assembly import bm25, candidates
 from assembly.candidates import Ranking, candidate_query, fetch_dicts, project_source
 from assembly.packing import Weights
 from memories import statistics
@@ -92,13 +92,13 @@ def rows_read() -> int:
 
 
 def test_the_bm25_statistics_of_a_large_project_read_a_bounded_sample(crowded_project, monkeypatch):
-    monkeypatch.setattr(candidates, "OWNER_SAMPLE", 10)
+    monkeypatch.setattr(bm25, "OWNER_SAMPLE", 10)
     before = rows_read()
-    docs, mean_length = candidates.owner_stats(str(crowded_project.pk))
+    docs, mean_length = bm25.owner_stats(str(crowded_project.pk))
     assert rows_read() - before <= 10
     # Beyond the sample, the number of memories is the planner's (after ANALYZE: exact here).
     assert docs == 76
     assert mean_length >= 2
-    monkeypatch.setattr(candidates, "OWNER_SAMPLE", 1000)
+    monkeypatch.setattr(bm25, "OWNER_SAMPLE", 1000)
     forget_common_words()
-    assert candidates.owner_stats(str(crowded_project.pk))[0] == 76
+    assert bm25.owner_stats(str(crowded_project.pk))[0] == 76

@@ -77,9 +77,7 @@ def test_the_memory_tagged_with_the_very_file_is_first_among_500_sharing_the_int
     assert len(result.items) == 10
 
 
-def test_a_memory_naming_the_changed_module_ranks_high_without_an_intent_word(
-    project, make_memory
-):
+def test_a_memory_naming_the_changed_module_ranks_high_without_an_intent_word(project, make_memory):
     """The files being changed name the task: a memory that says "converters" ranks first
     for a change to routing/converters.py, although it shares no word with the intent."""
     for index in range(8):

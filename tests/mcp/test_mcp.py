@@ -120,7 +120,8 @@ def test_every_tool_works_and_writes_what_it_says(transport, live_server, alpha)
                 "flag_memory", {"memory_id": memory_id, "reason": "The replica was retired."}
             )
             seen["outcome"] = await client.call_tool(
-                "report_outcome", {"run_id": run_id, "outcome": "succeeded"}
+                "report_outcome",
+                {"run_id": run_id, "outcome": "succeeded", "used_memory_ids": [memory_id]},
             )
             seen.update(started=started, stored=stored, run_id=run_id, memory_id=memory_id)
         return seen
@@ -157,7 +158,8 @@ def test_every_tool_works_and_writes_what_it_says(transport, live_server, alpha)
     )
     run_row = Run.objects.get(pk=seen["run_id"])
     assert run_row.status == "succeeded"
-    assert list(run_row.given.values_list("memory_id", flat=True)) == [memory.pk]
+    assert list(run_row.given.values_list("memory_id", "used")) == [(memory.pk, True)]
+    assert run_row.used_memory_ids == [memory.pk]  # what the agent used, for the ranking
     assert memory.confidence > 0.5  # the outcome moved it
     assert seen["outcome"].structured_content["memories"][0]["confidence"] == memory.confidence
 

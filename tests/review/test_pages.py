@@ -84,3 +84,33 @@ def test_history_names_the_approver(
     services.memory_approve(memory=memory, actor=reviewer_actor)
     page = reviewer_client.get(reverse("review:memory", args=[memory.pk])).text
     assert f'<td class="after">{reviewer.username}</td>' in page
+
+
+def test_the_ranking_page_shows_the_weights_in_force_and_why(reviewer_client, project):
+    from assembly.learning import as_dict
+    from assembly.models import FitOutcome, RankingFit
+    from assembly.packing import Weights
+
+    url = reverse("review:ranking", args=[project.slug])
+    page = reviewer_client.get(url).text
+    assert "Words of the write scope (folders and file names) in the memory" in page
+    assert "No fit yet" in page
+    RankingFit.objects.create(
+        project=project,
+        outcome=FitOutcome.ADOPTED,
+        weights_before=as_dict(Weights()),
+        weights_after=as_dict(Weights(path=3.0)),
+        held_before=0.41,
+        held_after=0.47,
+        held=10,
+        trained=20,
+        reason="Adopted: held-back runs 0.410 -> 0.470 nDCG@10 (fitted on 20, checked on 10).",
+        actor="system:fit_ranking",
+    )
+    project.policy.weight_path = 3.0
+    project.policy.save()
+    page = reviewer_client.get(url).text
+    assert "In force since the fit of" in page
+    assert "0.410 &rarr; 0.470" in page
+    assert "<code>path</code> 1.50 &rarr; 3.00" in page
+    assert ">3.00<" in page

@@ -9,9 +9,13 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import URLPattern, get_resolver, reverse
 
+from assembly.learning import as_dict
+from assembly.models import FitOutcome, RankingFit
+from assembly.packing import Weights
+from assembly.ranking import weights_in_force
 from memories import services
 from memories.actors import Actor
-from memories.models import Membership, Memory, MemoryPair, ReviewStatus, Role
+from memories.models import Membership, Memory, MemoryPair, MemoryPolicy, ReviewStatus, Role
 from tests.factories import MemoryFactory, ProjectFactory, RunFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -27,6 +31,8 @@ ROUTES = [
     ("preview", "get", "slug", None, "viewer"),
     ("runs", "get", "slug", None, "viewer"),
     ("run", "get", "run", None, "viewer"),
+    ("ranking", "get", "slug", None, "viewer"),
+    ("ranking-restore", "post", "fit", {}, "maintainer"),
     ("project-conflicts", "get", "slug", None, "viewer"),
     ("memory", "get", "memory", None, "viewer"),
     ("memory-row", "get", "memory", None, "viewer"),
@@ -55,7 +61,16 @@ def world(db):
         MemoryFactory(project=project, content=f"{name.upper()}: {THIRTY}", tags=["src/ledger/**"])
         run = RunFactory(project=project)
         memory = Memory.objects.filter(project=project).order_by("id").first()
+        fit = RankingFit.objects.create(
+            project=project,
+            outcome=FitOutcome.ADOPTED,
+            weights_before=as_dict(Weights()),
+            weights_after=as_dict(Weights(path=3.0)),
+            reason="Adopted.",
+            actor="system:tests",
+        )
         made[name] = {
+            "fit": fit,
             "project": project,
             "memory": memory,
             "pair": MemoryPair.objects.get(project=project),
@@ -81,6 +96,7 @@ def call(client: Client, world, name: str, method: str, target: str | None, data
         "memory": [things["memory"].pk],
         "pair": [things["pair"].pk],
         "run": [things["project"].slug, things["run"].pk],
+        "fit": [things["project"].slug, things["fit"].pk],
         None: [],
     }[target]
     body = None
@@ -105,6 +121,7 @@ def test_no_role_in_the_project_is_a_404(world, name, method, target, data, need
         client, _ = member(world["b"]["project"], role)
         response = call(client, world, name, method, target, data)
         assert response.status_code == 404, (name, role)
+    assert weights_in_force(MemoryPolicy.objects.get(project=world["a"]["project"])) == Weights()
     assert Memory.objects.get(pk=world["a"]["memory"].pk).review_status == ReviewStatus.PENDING
     assert MemoryPair.objects.get(pk=world["a"]["pair"].pk).status == "open"
 
@@ -114,6 +131,7 @@ def test_a_viewer_reads_and_changes_nothing(world, name, method, target, data, n
     client, _ = member(world["a"]["project"], Role.VIEWER)
     response = call(client, world, name, method, target, data)
     assert response.status_code == (200 if needs == "viewer" else 403), name
+    assert weights_in_force(MemoryPolicy.objects.get(project=world["a"]["project"])) == Weights()
     memory = Memory.objects.get(pk=world["a"]["memory"].pk)
     assert (memory.review_status, memory.pinned) == (ReviewStatus.PENDING, False)
     assert MemoryPair.objects.get(pk=world["a"]["pair"].pk).status == "open"
@@ -123,6 +141,10 @@ def test_a_viewer_reads_and_changes_nothing(world, name, method, target, data, n
 def test_a_reviewer_of_the_project_may(world, name, method, target, data, needs):
     client, _ = member(world["a"]["project"], Role.REVIEWER)
     response = call(client, world, name, method, target, data)
+    if needs == "maintainer":
+        assert response.status_code == 403, name
+        client, _ = member(world["a"]["project"], Role.MAINTAINER)
+        response = call(client, world, name, method, target, data)
     assert response.status_code in ((200,) if method == "get" else (200, 302)), name
 
 

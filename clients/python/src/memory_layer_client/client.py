@@ -383,10 +383,17 @@ class _Endpoints:
         path = f"{await self._project_path()}/runs/{int(run_id)}"
         return await self._send(Call[RunDetail]("GET", path))
 
-    async def report_outcome(self, run_id: int, outcome: Outcome) -> OutcomeResult:
-        """``succeeded`` or ``failed``: moves the confidence of what the run was given."""
+    async def report_outcome(
+        self, run_id: int, outcome: Outcome, *, used_memory_ids: Iterable[int] | None = None
+    ) -> OutcomeResult:
+        """``succeeded`` or ``failed``: moves the confidence of what the run was given.
+        ``used_memory_ids``: the memories the agent actually used (the project's ranking
+        learns from them)."""
         path = f"{await self._project_path()}/runs/{int(run_id)}/outcome"
-        return await self._send(Call[OutcomeResult]("POST", path, json={"outcome": outcome}))
+        body: dict[str, Any] = {"outcome": outcome}
+        if used_memory_ids is not None:
+            body["usedMemoryIds"] = [int(memory_id) for memory_id in used_memory_ids]
+        return await self._send(Call[OutcomeResult]("POST", path, json=body))
 
     async def context(
         self,

@@ -142,8 +142,9 @@ class MemoryLayer:
         """Something worth keeping happened."""
         return None
 
-    async def on_complete(self, outcome: str) -> None:
-        """The run ended with ``outcome``."""
+    async def on_complete(self, outcome: str, *, used_memory_ids: Sequence[int] = ()) -> None:
+        """The run ended with ``outcome``; ``used_memory_ids``: the memories the agent used,
+        when it said."""
 
     async def dispose(self) -> None:
         """Let go of what the layer holds."""
@@ -221,9 +222,15 @@ class MemoryLayer:
         if self._refresh is not None:
             await asyncio.gather(self._refresh, return_exceptions=True)
 
-    async def run_on_complete(self, outcome: str) -> None:
+    async def run_on_complete(self, outcome: str, used_memory_ids: Sequence[int] = ()) -> None:
         if not self.disabled:
-            await self._run("on_complete", lambda: self.on_complete(outcome))
+            if used_memory_ids:
+                await self._run(
+                    "on_complete",
+                    lambda: self.on_complete(outcome, used_memory_ids=used_memory_ids),
+                )
+            else:
+                await self._run("on_complete", lambda: self.on_complete(outcome))
 
     async def run_dispose(self) -> None:
         if self._refresh is not None and not self._refresh.done():
@@ -385,9 +392,11 @@ class LayerStack:
             raise ValueError(f"no layer {layer_id!r}")
         return await layer.run_store(*args, **kwargs)
 
-    async def complete(self, outcome: str) -> None:
+    async def complete(self, outcome: str, *, used_memory_ids: Sequence[int] = ()) -> None:
+        """Every layer's on_complete; ``used_memory_ids``: the memories the agent used (the
+        service's ranking learns from them)."""
         for layer in self.layers:
-            await layer.run_on_complete(outcome)
+            await layer.run_on_complete(outcome, used_memory_ids)
 
     async def dispose(self) -> None:
         for layer in self.layers:
@@ -466,9 +475,13 @@ class ProjectMemoryLayer(MemoryLayer):
             type, content, tags=tags, supersedes=supersedes, run_id=self.run_id
         )
 
-    async def on_complete(self, outcome: Outcome) -> None:  # type: ignore[override]
+    async def on_complete(  # type: ignore[override]
+        self, outcome: Outcome, *, used_memory_ids: Sequence[int] = ()
+    ) -> None:
         if self.run_id is not None:
-            await self.client.report_outcome(self.run_id, outcome)
+            await self.client.report_outcome(
+                self.run_id, outcome, used_memory_ids=used_memory_ids or None
+            )
 
     async def dispose(self) -> None:
         if self._owns_client:

@@ -224,10 +224,18 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         client: AsyncMemoryLayerClient,
         run_id: Annotated[int, Field(description="The run from start_run.")],
         outcome: Annotated[Literal["succeeded", "failed"], Field(description="How the task went.")],
+        used_memory_ids: Annotated[
+            list[int] | None,
+            Field(
+                description="The ids of the recalled memories you actually used (recall lists"
+                " them): ranking learns to put such memories first. Leave out if unsure."
+            ),
+        ] = None,
     ) -> CallToolResult:
         """Report how a run went: the memories it was given gain confidence when it
-        succeeded and lose it when it failed. Reporting twice changes nothing."""
-        result = await client.report_outcome(run_id, outcome)
+        succeeded and lose it when it failed. Name the memories you actually used, so that
+        recall ranks such memories first next time. Reporting twice changes nothing."""
+        result = await client.report_outcome(run_id, outcome, used_memory_ids=used_memory_ids)
         if not result["recorded"]:
             text = f"Run #{run_id} already had its outcome: nothing changed."
         elif result["memories"]:

@@ -113,12 +113,15 @@ class Run(TypedDict):
     promptHash: str
     startedAt: str
     finishedAt: str | None
+    usedMemoryIds: list[int] | None
 
 
 class Given(TypedDict):
     memoryId: int
     rank: int
     score: float
+    scoreParts: dict[str, float]
+    used: bool | None
 
 
 class RunDetail(Run):
