@@ -9,12 +9,14 @@ and in trials lost quality; ascent on the ranking's own measure did not.
 
 A fit is only worth adopting when it ranks runs it never saw better than the weights in
 force: the runs are split in time (the newest third held back), and the fitted weights must
-win there by MIN_GAIN and not lose on the runs they were fitted on.
+win there by MIN_GAIN, surely (a bootstrap of the held-back runs still shows a gain 19 times
+in 20), and not lose on the runs they were fitted on.
 """
 
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 
@@ -105,7 +107,10 @@ def fit(runs: Sequence[Sequence[Judged]], start: Weights) -> Weights:
 
 @dataclass(frozen=True)
 class Fitted:
-    """A fit and the figures that decide whether it is adopted."""
+    """A fit and the figures that decide whether it is adopted: the mean nDCG@10 of the runs
+    it was fitted on and of the held-back ones, with the weights before and after, and
+    ``surely``, the gain on the held-back runs that a resampling of them still shows 19
+    times in 20 (the 5th percentile of their mean gain)."""
 
     before: Weights
     after: Weights
@@ -115,12 +120,14 @@ class Fitted:
     train_after: float
     held_before: float
     held_after: float
+    surely: float = 0.0
 
     @property
     def better(self) -> bool:
         return (
             self.after != self.before
             and self.held_after >= self.held_before + MIN_GAIN
+            and self.surely > 0
             and self.train_after >= self.train_before
         )
 
@@ -129,11 +136,29 @@ class Fitted:
             return "The weights in force already rank the runs best."
         figures = (
             f"held-back runs {self.held_before:.3f} -> {self.held_after:.3f} nDCG@10"
-            f" (fitted on {self.trained}, checked on {self.held})"
+            f" (fitted on {self.trained}, checked on {self.held}; at least"
+            f" {self.surely:+.3f} in 19 resamplings of 20)"
         )
         if self.better:
             return f"Adopted: {figures}."
-        return f"Kept the weights in force: {figures}; a fit must win by {MIN_GAIN} to count."
+        return (
+            f"Kept the weights in force: {figures}; a fit must win by {MIN_GAIN} and surely"
+            " (its gain above 0 in 19 resamplings of 20) to count."
+        )
+
+
+def surely(gains: Sequence[float], *, resamplings: int = 1000) -> float:
+    """The 5th percentile of the mean of ``gains`` resampled with replacement (a seeded,
+    repeatable bootstrap): a gain this size or more is no accident of which runs were held
+    back."""
+    if not gains:
+        return 0.0
+    rng = random.Random(0)
+    count = len(gains)
+    means = sorted(
+        sum(gains[rng.randrange(count)] for _ in range(count)) / count for _ in range(resamplings)
+    )
+    return round(means[resamplings // 20], 6)
 
 
 def held_back(count: int) -> int:
@@ -144,19 +169,22 @@ def held_back(count: int) -> int:
 def fit_and_check(
     runs: Sequence[Sequence[Judged]],
     current: Weights,
-    judge: Callable[[Weights], float] | None = None,
+    judge: Callable[[Weights], list[float]] | None = None,
 ) -> Fitted:
     """Fit on the older runs (oldest first in ``runs``), check on the newest third: by
-    ``judge`` when given (how well weights rank those runs for real), else by re-ranking
-    what they were given."""
+    ``judge`` when given (each held-back run's nDCG@10 when ranked for real with the
+    weights), else by re-ranking what they were given."""
     held = held_back(len(runs))
     train, check = runs[:-held], runs[-held:]
     after = fit(train, current)
 
-    def checked(weights: Weights) -> float:
-        return judge(weights) if judge is not None else quality(check, weights)
+    def checked(weights: Weights) -> list[float]:
+        if judge is not None:
+            return judge(weights)
+        return [ndcg_at_10(run, weights) for run in check]
 
-    held_before = checked(current)
+    before_scores = checked(current)
+    after_scores = before_scores if after == current else checked(after)
     return Fitted(
         before=current,
         after=after,
@@ -164,8 +192,9 @@ def fit_and_check(
         held=len(check),
         train_before=round(quality(train, current), 6),
         train_after=round(quality(train, after), 6),
-        held_before=round(held_before, 6),
-        held_after=round(held_before if after == current else checked(after), 6),
+        held_before=round(sum(before_scores) / len(before_scores), 6),
+        held_after=round(sum(after_scores) / len(after_scores), 6),
+        surely=surely([a - b for a, b in zip(after_scores, before_scores, strict=True)]),
     )
 
 

@@ -32,6 +32,8 @@ class RankingFit(models.Model):
     train_after = models.FloatField(default=0.0)
     held_before = models.FloatField(default=0.0)
     held_after = models.FloatField(default=0.0)
+    # The held-back gain a resampling of those runs still shows 19 times in 20.
+    surely = models.FloatField(default=0.0)
     # The newest run it read: a project is fitted again only once newer feedback came.
     newest_run_id = models.BigIntegerField(null=True, blank=True)
     reason = models.TextField()

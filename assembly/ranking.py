@@ -67,12 +67,12 @@ def _feedback(project: Project) -> tuple[list[Feedback], int | None]:
     )
 
 
-def _asked_again(project: Project, held: Sequence[Feedback]) -> Callable[[Weights], float]:
+def _asked_again(project: Project, held: Sequence[Feedback]) -> Callable[[Weights], list[float]]:
     """How well weights rank the held-back runs for real: each run's request assembled again
     with them, its nDCG@10 against what its agent used (a memory it was never given counts
     as unused, so new weights must win against the odds)."""
 
-    def quality(weights: Weights) -> float:
+    def quality(weights: Weights) -> list[float]:
         scores = []
         for run in held:
             assert run.request is not None
@@ -80,7 +80,7 @@ def _asked_again(project: Project, held: Sequence[Feedback]) -> Callable[[Weight
             gains = [1.0 if memory_id in run.used else 0.0 for memory_id in ranked]
             ideal = [1.0] * min(len(run.used), 10)
             scores.append(ndcg(gains, ideal))
-        return sum(scores) / len(scores)
+        return scores
 
     return quality
 
@@ -121,6 +121,7 @@ def ranking_fit(*, project: Project, actor: Actor, force: bool = False) -> Ranki
             train_after=fitted.train_after,
             held_before=fitted.held_before,
             held_after=fitted.held_after,
+            surely=fitted.surely,
             newest_run_id=newest,
             reason=fitted.why(),
             actor=actor.label,

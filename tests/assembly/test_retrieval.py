@@ -201,3 +201,31 @@ def test_same_store_and_request_give_the_same_text_with_words_and_paths(project,
     again = assemble(project, **request)
     assert first.text == again.text
     assert [item.score_parts for item in first.items] == [item.score_parts for item in again.items]
+
+
+def test_the_context_path_runs_a_fixed_number_of_statements(
+    project, make_memory, django_assert_num_queries, settings
+):
+    """Cache off, a task with an intent and a write scope: each source's candidates in one
+    pipelined statement (timeout set, SELECT, reset), the open pairs among them, the access
+    counts. The first time a task's words are read, and each word's frequency counted
+    (once per version of the project's memories): at most one statement a source more."""
+    settings.ASSEMBLY_CACHE_SECONDS = 0
+    for n in range(30):
+        make_memory(
+            project=project, tags=[f"src/app/part{n % 3}/**"], content=f"Converters note {n}."
+        )
+    project = type(project).objects.select_related("policy").get(pk=project.pk)
+    request = {"write_scope": ("src/app/part1/routing.py",), "intent": "lazy converters"}
+    # The first time: the task's words; for project and global, their size and mean length
+    # (every 5 minutes), and the frequencies of the words the statistics do not list.
+    with django_assert_num_queries(17):
+        assemble(project, **request)
+    # Then, for project and global: a savepoint (inside the tests' transaction), in one
+    # pipeline set the timeout, SELECT, reset; release (10); the open pairs among the
+    # candidates (1); the access counts (1).
+    with django_assert_num_queries(12):
+        assemble(project, **request)
+    forget_common_words()  # statistics read again (every 5 minutes): 3 statements more
+    with django_assert_num_queries(15):
+        assemble(project, **request)
