@@ -54,7 +54,7 @@ WITH batch AS (
     WHERE m.project_id = %(project_id)s AND m.active AND m.stale_ref <> %(ref)s
         AND {match}
     ORDER BY m.id LIMIT %(batch_size)s
-    FOR UPDATE OF m
+    FOR NO KEY UPDATE OF m
 ), {_CHANGED}, {_EVENTS}
 SELECT id FROM changed ORDER BY id
 """
