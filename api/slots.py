@@ -101,9 +101,10 @@ class PostgresStore:
             cursor.execute(_TAKE, values)
             row = cursor.fetchone()
             if row is None:
+                # Missing slots are made, and taken; or every slot is held; or another
+                # request has just made them (its rows were not there for this one's first
+                # look, and its INSERT waited on them): a second look tells.
                 cursor.execute(_MAKE, values)
-                if not cursor.fetchall():
-                    return None  # every slot is held
                 cursor.execute(_TAKE, values)
                 row = cursor.fetchone()
         return f"{row[0]}:{lease}" if row is not None else None
@@ -119,6 +120,7 @@ class PostgresStore:
 # KEYS[1] the caller's set; ARGV: limit, lease seconds (in ms), lease id. Redis's clock, so
 # that every web server agrees on when a lease ran out.
 _TAKE_SCRIPT = """
+if redis.replicate_commands then redis.replicate_commands() end  -- TIME before writes (< 5)
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms)

@@ -21,6 +21,7 @@ import argparse
 import http.client
 import os
 import random
+import statistics
 import sys
 import threading
 import time
@@ -143,8 +144,10 @@ def once(args: argparse.Namespace, seed: int) -> tuple[int, int]:
     time.sleep(0.5)  # the log's last lines
     deadlocks = log.deadlocks()
     by_endpoint: dict[str, Counter] = defaultdict(Counter)
-    for name, status, _, _ in results:
+    took: dict[str, list[float]] = defaultdict(list)
+    for name, status, seconds, _ in results:
         by_endpoint[name][status] += 1
+        took[name].append(seconds * 1000)
     errors = [(name, status, payload) for name, status, _, payload in results if status >= 500]
     print(
         f"\n{args.agents} agents x {args.rounds} rounds, gunicorn with {args.workers} workers"
@@ -152,7 +155,11 @@ def once(args: argparse.Namespace, seed: int) -> tuple[int, int]:
         f" {elapsed:.1f} s ({len(results) / elapsed:.0f} req/s)"
     )
     for name in sorted(by_endpoint):
-        print(f"  {name:13} {dict(sorted(by_endpoint[name].items()))}")
+        times = sorted(took[name])
+        print(
+            f"  {name:13} {dict(sorted(by_endpoint[name].items()))}  p50 "
+            f"{statistics.median(times):.0f} ms, p95 {times[int(0.95 * (len(times) - 1))]:.0f} ms"
+        )
     print(f"  answers >= 500: {len(errors)}")
     for name, status, payload in errors[:10]:
         print(f"    {name} {status} {payload}")

@@ -172,6 +172,19 @@ def test_slots_taken_at_once_never_exceed_the_limit(store):
     assert chosen.take(ident, 4, 30) is not None  # a higher limit has more slots
 
 
+@pytest.mark.transactional
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("store", STORES)
+def test_the_first_requests_of_a_caller_at_once_all_get_a_slot(store):
+    """A caller's first slots are made as they are first taken: six takers at once, far
+    below the limit, are all given one (none refused while another makes them)."""
+    ident = f"test:{uuid.uuid4()}"
+    chosen = _store(store)
+    start = threading.Barrier(6)
+    calls = [Call(lambda: (start.wait(), chosen.take(ident, 64, 30))[1]) for _ in range(6)]
+    assert all(call.join() for call in calls)
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("store", STORES)
 def test_a_slot_never_given_back_frees_itself_at_its_deadline(store):
