@@ -8,6 +8,7 @@ import glob
 import http.client
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -89,6 +90,7 @@ class Server:
             self.process.wait(timeout=30)
         except (ProcessLookupError, subprocess.TimeoutExpired):
             os.killpg(self.process.pid, signal.SIGKILL)
+        shutil.rmtree(self.var_dir, ignore_errors=True)
 
 
 def start_gunicorn(*, port: int, workers: int, **env: str) -> Server:
