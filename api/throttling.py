@@ -1,4 +1,5 @@
-"""Rate limits per API key (or signed-in user, or address), held by all processes together.
+"""Rate and concurrency limits per API key (or signed-in user, or address), held by all
+processes together.
 
 DRF's throttle keeps each client's request history as one cache value that it reads,
 changes and writes back: two workers answering the same key at once each write their own
@@ -12,7 +13,6 @@ that race may go uncounted (see the README).
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any
 
@@ -21,6 +21,7 @@ from django.core.cache import caches
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
+from api import slots
 from api.auth import api_key_of
 
 
@@ -62,25 +63,21 @@ class ConcurrencyThrottle(PerKeyRateThrottle):
 
     Web workers are few and each answers one request at a time, so one key sending many
     slow requests together could occupy them all and leave the service to nobody else. Each
-    request takes a slot in a counter every process shares (``throttle`` cache, atomic incr)
-    and gives it back when its response is done (api.middleware); a slot of a process that
-    died frees itself after SLOT_SECONDS."""
+    request takes a slot, a lease every process sees (api.slots: Redis, or PostgreSQL), and
+    gives it back once its response is sent (api.middleware); a slot never given back (a
+    worker killed) frees itself API_SLOT_SECONDS after it was taken."""
 
     scope = "inflight"
-    SLOT_SECONDS = 120
 
     def allow_request(self, request: Request, view: Any) -> bool:
         limit = settings.API_KEY_CONCURRENCY
-        if limit <= 0:
+        if limit <= 0 or getattr(request._request, "slot", None) is not None:
             return True
-        counter = self.get_cache_key(request, view)
-        taken = _add_one(counter, self.SLOT_SECONDS)
-        release = _Release(counter)
-        if taken > limit:
-            release()
-            return False
-        request._request.release_slot = release
-        return True
+        lease = slots.take(self.get_cache_key(request, view), limit)
+        if isinstance(lease, slots.Lease):
+            request._request.slot = lease
+            return True
+        return lease
 
     def wait(self) -> float:
         return 1.0
@@ -96,18 +93,3 @@ def _add_one(counter: str, seconds: float) -> int:
     except ValueError:  # it expired between add and incr
         cache.add(counter, 1, timeout=seconds)
         return 1
-
-
-class _Release:
-    """Gives a request's slot back, once."""
-
-    def __init__(self, counter: str) -> None:
-        self.counter = counter
-        self.done = False
-
-    def __call__(self) -> None:
-        if self.done:
-            return
-        self.done = True
-        with contextlib.suppress(ValueError):  # the counter expired meanwhile
-            caches["throttle"].decr(self.counter)

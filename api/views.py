@@ -49,6 +49,7 @@ from api.filters import CamelOrderingFilter, MemoryFilter
 from api.idempotency import idempotent
 from api.pagination import EventPagination, MemoryPagination
 from memories import selectors, services
+from memories.locks import retried_call
 from memories.models import Memory, MemoryPair, Project, Run, Scope, Source
 from memories.selectors import open_pairs
 
@@ -126,7 +127,8 @@ class MemoryListCreate(generics.GenericAPIView):
     def post(self, request: Request, project: str) -> Response:
         target = project_or_404(request, project)
         require_reviewer(request, target, "add memories")
-        return idempotent(request, target, lambda: self._create(request, target))
+        # Its transaction is the outermost: one rolled back for a deadlock runs once more.
+        return retried_call(idempotent, request, target, lambda: self._create(request, target))
 
     def _create(self, request: Request, project: Project) -> Response:
         data = valid(s.MemoryCreateIn, request.data)

@@ -276,6 +276,11 @@ API_THROTTLE_RATE = env_str("API_THROTTLE_RATE", "1200/min")
 # Requests of one key (or user) answered at once; more wait for a 429 (0: no limit). Keep
 # it below the web workers' number, so that one key never holds them all.
 API_KEY_CONCURRENCY = env_int("API_KEY_CONCURRENCY", 2)
+# Each of those holds a slot (api.slots) that frees itself this long after it was taken if
+# it is never given back (a killed worker): at least the web workers' timeout.
+API_SLOT_SECONDS = env_int("API_SLOT_SECONDS", 30)
+# The slots live in this Redis (by default CACHE_URL's), or else in PostgreSQL.
+API_SLOTS_URL = env_str("API_SLOTS_URL", env_str("CACHE_URL"))
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 64 * 1024)
 # The OpenAPI schema and its docs page describe the API, never any data: public by default,
 # so an agent's developer can read them; API_DOCS_PUBLIC=false asks for a key or a sign-in.

@@ -111,6 +111,8 @@ def record(events: Sequence[MemoryEvent], *, of_existing: bool = True) -> None:
     memories' change once it commits: with each
     memory's ``changes`` for changes of existing memories, by project only for memories
     that are new or gone (``of_existing=False``)."""
+    # A history row points at its memory with no constraint to check, so writing it locks no
+    # memory (its run's key is checked FOR KEY SHARE, which no writer waits for: memories.locks).
     MemoryEvent.objects.bulk_create(events, batch_size=BATCH_SIZE)
     changes = {e.memory_id: e.changes for e in events} if of_existing else None
     # New words mean a new embedding, and another look for repeats and contradictions, in

@@ -10,3 +10,11 @@ PAIRS = Counter(
     " pairs decided (event resolved), by kind.",
     ["kind", "event"],
 )
+
+LOCK_RETRIES = Counter(
+    "memory_lock_retries",
+    "Writes that PostgreSQL rolled back for a deadlock or a serialization failure and that"
+    " were run once more (memories.locks); by reason. Writers lock in one order, so this"
+    " stays at zero.",
+    ["reason"],
+)

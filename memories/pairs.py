@@ -277,8 +277,8 @@ def find(memory_ids: Sequence[int], *, found_by: str) -> dict[int | None, int]:
     found (see the module); how many pairs were opened or closed, per project.
 
     Statements: one reads the memories, their thresholds and their candidates; one their
-    pairs; then at most one INSERT and one UPDATE (with pgvector, one nearest lookup more
-    per memory)."""
+    pairs; then at most one INSERT, and one lock (pairs in id order, memories.locks) and one
+    UPDATE (with pgvector, one nearest lookup more per memory)."""
     embedder = embeddings.configured()
     found = _found(sorted(set(memory_ids)), embedder.name if embedder else "")
     if not found.rows:
@@ -402,10 +402,20 @@ def _keep(
         count(pair)
         PAIRS_SEEN.labels(pair.kind, "resolved").inc()
     if new:
+        # In key order (as verdicts are sorted): a twin insert waits on the first one's.
         for pair in MemoryPair.objects.bulk_create(new, ignore_conflicts=True):
             count(pair)
             PAIRS_SEEN.labels(pair.kind, "found").inc()
     if changed:
+        # Locked in id order first (the UPDATE alone would lock them in its plan's order): two
+        # finds that change the same pairs then wait for each other instead of deadlocking.
+        changed.sort(key=lambda pair: pair.pk)
+        list(
+            MemoryPair.objects.select_for_update(no_key=True)
+            .filter(pk__in=[pair.pk for pair in changed])
+            .order_by("pk")
+            .values_list("pk")
+        )
         MemoryPair.objects.bulk_update(
             changed,
             [

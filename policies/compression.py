@@ -10,6 +10,7 @@ from django.db import connection, transaction
 
 from memories import embeddings, history
 from memories.actors import Actor
+from memories.locks import lock_ids
 from memories.models import EventAction
 from memories.services import uses
 from memories.text import content_hash
@@ -56,7 +57,7 @@ _CHANGED = history.update_memories(
         "compressed_at": "%(now)s",
         "updated_at": "CASE WHEN d.content IS NULL THEN m.updated_at ELSE %(now)s END",
     },
-    source="d",
+    source="d JOIN locked ON locked.id = d.id",
     where="m.id = d.id AND m.active AND m.compressed_at IS NULL AND m.content_hash = d.before_hash",
     returning="m.id, m.project_id, d.before, d.before_tokens, d.content, d.token_count",
 )
@@ -79,7 +80,7 @@ WITH d AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(before_hashes)s::text[], %(befores)s::text[],
         %(before_tokens)s::int[], %(contents)s::text[], %(tokens)s::int[], %(hashes)s::text[])
         AS d(id, before_hash, before, before_tokens, content, token_count, content_hash)
-), {_CHANGED}, {_EVENTS}
+), {lock_ids("locked", "id = ANY(%(ids)s::bigint[])")}, {_CHANGED}, {_EVENTS}
 SELECT project_id, count(*) FILTER (WHERE content IS NOT NULL) FROM changed GROUP BY project_id
 """
 

@@ -12,6 +12,7 @@ from django.db import connection
 from memories import history
 from memories.actors import Actor
 from memories.hooks import MemoriesChanged
+from memories.locks import lock_ids
 from memories.models import EventAction, ReviewStatus
 from memories.models.choices import sql_literal
 from policies.models import PendingComparison
@@ -48,7 +49,8 @@ _RANK = (
 _LOSERS = history.update_memories(
     "losers",
     assignments={**history.ARCHIVE, "merged_into_id": "chosen.winner"},
-    source=f"chosen JOIN {MEMORIES} old ON old.id = chosen.loser",
+    source=f"chosen JOIN locked ON locked.id = chosen.loser JOIN {MEMORIES} old"
+    " ON old.id = chosen.loser",
     where="m.id = chosen.loser AND m.active AND NOT m.pinned",
     returning="m.id, m.project_id, chosen.winner, chosen.similarity, old.tier, m.tags,"
     " m.tag_patterns, m.tag_keys, m.access_count, m.confidence",
@@ -64,7 +66,7 @@ _WINNERS = history.update_memories(
         "confidence": "greatest(m.confidence, g.confidence)",
         "updated_at": "%(now)s",
     },
-    source=f"gains g JOIN {MEMORIES} old ON old.id = g.winner",
+    source=f"gains g JOIN locked ON locked.id = g.winner JOIN {MEMORIES} old ON old.id = g.winner",
     where="m.id = g.winner",
     returning="m.id, m.project_id, g.absorbed, old.tags AS old_tags, m.tags,"
     " old.access_count AS old_access, m.access_count,"
@@ -94,6 +96,8 @@ _EVENTS = history.insert_events(
         "'absorbed ' || cardinality(absorbed) || ' near-duplicate(s)'",
     ),
 )
+# The losers and the winners, locked in id order (memories.locks) before either is written.
+_LOCKED = lock_ids("locked", "id IN (SELECT loser FROM chosen UNION SELECT winner FROM chosen)")
 _CONSOLIDATE_BODY = f"""anchors AS MATERIALIZED (
     SELECT m.id, m.project_id, m.type, m.content, m.content_hash,
         cardinality(show_trgm(m.content)) AS trigrams,
@@ -155,7 +159,7 @@ _CONSOLIDATE_BODY = f"""anchors AS MATERIALIZED (
     INSERT INTO {PENDING} (memory_id, queued_at)
     SELECT DISTINCT loser, %(now)s FROM edges WHERE loser NOT IN (SELECT loser FROM chosen)
     ON CONFLICT DO NOTHING
-), {_LOSERS}, gains AS (
+), {_LOCKED}, {_LOSERS}, gains AS (
     SELECT winner, sum(access_count) AS access_count, max(confidence) AS confidence,
         array_agg(id ORDER BY id) AS absorbed,
         ARRAY(SELECT DISTINCT t FROM losers AS l, unnest(l.tags) AS t

@@ -63,7 +63,7 @@ _DECAY_BATCH = walk_statement(
         AND NOT (m.pinned AND {policy("decay_exempt_pinned")})
         AND NOT (m.review_status = {sql_literal(ReviewStatus.APPROVED)}
                  AND {policy("decay_exempt_approved")})
-    FOR UPDATE OF m SKIP LOCKED
+    FOR NO KEY UPDATE OF m SKIP LOCKED
 ), {_CHANGED}, {_EVENTS}""",
 )
 

@@ -63,8 +63,9 @@ WITH totals AS (
         OR totals.tokens - ranked.before > %(max_tokens)s
     ORDER BY ranked.k LIMIT %(batch_size)s
 ), locked AS (
+    -- In id order, as every writer locks memories (memories.locks).
     SELECT m.id, m.tier FROM {MEMORIES} m JOIN victims ON victims.id = m.id
-    WHERE m.active AND NOT m.pinned FOR UPDATE OF m
+    WHERE m.active AND NOT m.pinned ORDER BY m.id FOR NO KEY UPDATE OF m
 ), {_CHANGED}, {_EVENTS}
 SELECT project_id, count(*) FROM changed GROUP BY project_id
 """

@@ -46,7 +46,7 @@ WITH batch AS (
         AND id > %(ids_after)s AND id <= %(ids_upto)s
     ORDER BY expires_at, id
     LIMIT %(batch_size)s
-    FOR UPDATE SKIP LOCKED
+    FOR NO KEY UPDATE SKIP LOCKED
 ), {_CHANGED}, {_EVENTS}
 SELECT project_id, count(*) FROM changed GROUP BY project_id
 """

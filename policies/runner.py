@@ -1,9 +1,10 @@
 """How the policy jobs run: set-based SQL in short batches, safe to run twice or at once.
 
 Each batch is one statement in its own transaction: it picks a bounded set of rows through
-the job's partial index, skips rows another worker holds (``FOR UPDATE SKIP LOCKED``),
-re-checks the job's condition on the rows it changes, and writes their history in the same
-statement, through the store's set-based writers (memories.history). A batch is therefore
+the job's partial index, skips rows another writer holds (``FOR NO KEY UPDATE SKIP
+LOCKED``) or locks them in id order (the store's one lock order, memories.locks), re-checks
+the job's condition on the rows it changes, and writes their history in the same statement,
+through the store's set-based writers (memories.history). A batch is therefore
 applied whole or not at all; a second run, or a second worker, finds nothing left to do and
 writes no second history row. Once a batch commits, its change is announced
 (memories.hooks).

@@ -46,7 +46,7 @@ WITH batch AS (
         AND r.finished_at <= %(now)s - make_interval(hours => {policy("scratch_keep_hours")})
     ORDER BY m.id
     LIMIT %(batch_size)s
-    FOR UPDATE OF m SKIP LOCKED
+    FOR NO KEY UPDATE OF m SKIP LOCKED
 ), {_CHANGED}, {_EVENTS}
 SELECT project_id, count(*) FROM changed GROUP BY project_id
 """

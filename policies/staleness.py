@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import connection, transaction
 
 from memories import history
 from memories.actors import Actor
+from memories.locks import retried
 from memories.matching import scope_condition
 from memories.models import EventAction, Project
 from memories.services.validation import scrubbed, secrets_mode
@@ -54,10 +56,20 @@ WITH batch AS (
     WHERE m.project_id = %(project_id)s AND m.active AND m.stale_ref <> %(ref)s
         AND {match}
     ORDER BY m.id LIMIT %(batch_size)s
-    FOR UPDATE OF m
+    FOR NO KEY UPDATE OF m
 ), {_CHANGED}, {_EVENTS}
 SELECT id FROM changed ORDER BY id
 """
+
+
+@retried
+def _mark_batch(sql: str, batch: dict[str, Any], project: Project) -> list[int]:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, batch)
+        ids = [memory_id for (memory_id,) in cursor.fetchall()]
+        if ids:
+            history.written([project.pk])
+    return ids
 
 
 @dataclass
@@ -94,11 +106,7 @@ def memories_mark_changed(
     }
     marked: list[int] = []
     while True:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, batch)
-            ids = [memory_id for (memory_id,) in cursor.fetchall()]
-            if ids:
-                history.written([project.pk])
+        ids = _mark_batch(sql, batch, project)
         marked += ids
         if len(ids) < batch_size:
             return StaleResult(ref=ref, memory_ids=marked)

@@ -39,6 +39,8 @@ _TIER_BATCH = walk_statement(
         ELSE {sql_literal(Tier.COLD)} END AS tier
     FROM {MEMORIES} m JOIN win ON win.id = m.id {POLICY_JOIN}
     WHERE m.active
+    -- A row another writer holds gets its tier next time: this job never waits on one.
+    FOR NO KEY UPDATE OF m SKIP LOCKED
 ), {_CHANGED}""",
 )
 

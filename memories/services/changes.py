@@ -1,9 +1,10 @@
 """The one change primitive every service of an existing memory ends in.
 
-Rows are locked in id order (concurrent callers never deadlock), each one's new values
-computed from its locked state, and only what differs written: one bulk UPDATE and one
-bulk INSERT of history rows (memories.history) per batch, whatever the number of memories.
-The admin's bulk actions, the review pages and the API all end here.
+Rows are locked in id order, ``FOR NO KEY UPDATE`` (the store's one lock order:
+memories.locks), each one's new values computed from its locked state, and only what
+differs written: one bulk UPDATE and one bulk INSERT of history rows (memories.history) per
+batch, whatever the number of memories. The admin's bulk actions, the review pages and the
+API all end here; as the outermost transaction, it runs once more after a deadlock.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from django.utils import timezone
 
 from memories import history
 from memories.actors import Actor
+from memories.locks import lock_memories, retried
 from memories.models import Memory, MemoryEvent, Run
 
 BATCH_SIZE = history.BATCH_SIZE
@@ -35,6 +37,7 @@ class ChangeResult:
     events: list[MemoryEvent] = field(default_factory=list)
 
 
+@retried
 def change_memories(
     *,
     memory_ids: Iterable[int],
@@ -57,12 +60,7 @@ def change_memories(
         return result
     now = now or timezone.now()
     with transaction.atomic():
-        memories = list(
-            Memory.objects.select_for_update(of=("self",))
-            .filter(id__in=ids)
-            .defer("search_vector", "match_keys")
-            .order_by("id")
-        )
+        memories = list(lock_memories(ids).defer("search_vector", "match_keys"))
         found = {memory.pk for memory in memories}
         result.missing_ids = [pk for pk in ids if pk not in found]
         events = []

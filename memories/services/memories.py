@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from memories import history
 from memories.actors import Actor
+from memories.locks import lock_memories, retried
 from memories.models import (
     EventAction,
     Memory,
@@ -355,6 +356,7 @@ def memories_promote(*, memory_ids: Iterable[int], actor: Actor) -> ChangeResult
     )
 
 
+@retried
 @transaction.atomic
 def memories_restore(
     *, memory_ids: Iterable[int], actor: Actor, now: datetime | None = None
@@ -366,9 +368,13 @@ def memories_restore(
     not archived are left as they are."""
     now = now or timezone.now()
     ids = sorted(set(memory_ids))
+    # The survivors change too: locked with the restored ones, all in id order.
+    survivors = Memory.objects.filter(id__in=ids, merged_into__isnull=False).values_list(
+        "merged_into", flat=True
+    )
+    list(lock_memories({*ids, *(i for i in survivors if i is not None)}).values_list("id"))
     merged = list(
-        Memory.objects.select_for_update(of=("self",))
-        .filter(id__in=ids, merged_into__isnull=False)
+        Memory.objects.filter(id__in=ids, merged_into__isnull=False)
         .values_list("id", "merged_into", "access_count", "tags")
         .order_by("id")
     )
@@ -449,9 +455,11 @@ def memories_restore_content(*, memory_ids: Iterable[int], actor: Actor) -> Chan
     )
 
 
+@retried
 @transaction.atomic
 def memories_delete(*, memory_ids: Iterable[int], actor: Actor, reason: str = "") -> int:
     """Delete memories; their history stays, closed by a ``deleted`` event with the last content."""
+    # FOR UPDATE, not NO KEY: a DELETE needs it (in id order still: memories.locks).
     memories = list(
         Memory.objects.select_for_update(of=("self",))
         .filter(id__in=sorted(set(memory_ids)))
@@ -481,6 +489,7 @@ class Undone:
     refused: list[tuple[int, str]] = field(default_factory=list)  # (memory, why not)
 
 
+@retried
 def memories_undo(*, event_ids: Iterable[int], actor: Actor) -> Undone:
     """Take back changes through their history rows: each memory gets every field the row
     changed back to its value before, recorded as an ``undone`` row of its own. Exact: a
@@ -495,13 +504,7 @@ def memories_undo(*, event_ids: Iterable[int], actor: Actor) -> Undone:
         return result
     with transaction.atomic():
         ids = sorted({event.memory_id for event in events})
-        locked = {
-            memory.pk: memory
-            for memory in Memory.objects.select_for_update(of=("self",))
-            .filter(pk__in=ids)
-            .only("id", "project", "scope")
-            .order_by("id")
-        }
+        locked = {memory.pk: memory for memory in lock_memories(ids).only("id", "project", "scope")}
         latest = dict(
             MemoryEvent.objects.filter(memory_id__in=ids)
             .order_by("memory_id", "-id")

@@ -1,5 +1,8 @@
 """Superseding memories, and deciding the pairs found to repeat or contradict each other.
 
+Locks follow the store's one order (memories.locks): the memories (in id order), then the
+pair, whether a supersede opens or settles pairs or a decision on a pair changes memories.
+
 Nothing here deletes: a superseded memory is archived (inactive, frozen) with who, when
 and by which memory, keeps its history and comes back with ``memories_restore``. A reviewer's
 supersede takes effect at once; an agent's supersede of an approved memory (or of a global
@@ -19,6 +22,7 @@ from django.utils import timezone
 
 from memories import hooks, selectors
 from memories.actors import Actor
+from memories.locks import lock_memories, retried
 from memories.metrics import PAIRS
 from memories.models import (
     EventAction,
@@ -132,6 +136,7 @@ def _successors(memory_id: int) -> list[int]:
         return list(row[0]) if row else []
 
 
+@retried
 @transaction.atomic
 def memory_supersede(
     *, memory: Memory, by: Memory, actor: Actor, reason: str = "", now: datetime | None = None
@@ -157,11 +162,9 @@ def memories_supersede(
     # Decided on the stored state, locked (in id order, as every writer locks).
     locked = {
         memory.pk: memory
-        for memory in Memory.objects.select_for_update(of=("self",))
+        for memory in lock_memories({m.pk for m in memories} | {by.pk})
         .defer("search_vector", "match_keys")
         .select_related("project")
-        .filter(pk__in={m.pk for m in memories} | {by.pk})
-        .order_by("id")
     }
     if by.pk not in locked or any(m.pk not in locked for m in memories):
         raise Conflict("A memory to supersede, or the one replacing it, no longer exists.")
@@ -218,7 +221,7 @@ def _propose(memory: Memory, by: Memory, actor: Actor, reason: str, now: datetim
     evidence = {"supersede": {"by": by.pk, "replaces": memory.pk, "proposedBy": actor.label}}
     if reason:
         evidence["supersede"]["reason"] = reason
-    pair, created = MemoryPair.objects.select_for_update().get_or_create(
+    pair, created = MemoryPair.objects.select_for_update(no_key=True).get_or_create(
         first_id=first,
         second_id=second,
         defaults={
@@ -261,7 +264,11 @@ def _settle(
     for a, b in sides:
         first, second = _ordered(a, b)
         condition |= Q(first_id=first, second_id=second)
-    pairs = list(MemoryPair.objects.filter(condition, status=PairStatus.OPEN))
+    pairs = list(
+        MemoryPair.objects.select_for_update(no_key=True)
+        .filter(condition, status=PairStatus.OPEN)
+        .order_by("id")
+    )
     for pair in pairs:
         _close(pair, resolution, outcome=outcome, actor=actor, reason=reason, now=now)
     return len(pairs)
@@ -296,7 +303,11 @@ ACTIONS = ("keep", "merge", "dismiss", "reject")
 
 
 def _locked(pair_id: int) -> MemoryPair:
-    pair = MemoryPair.objects.select_for_update().filter(pk=pair_id).first()
+    """The pair, locked after its memories (the store's order: the decision changes them)."""
+    sides = MemoryPair.objects.filter(pk=pair_id).values_list("first_id", "second_id").first()
+    if sides is not None:
+        list(lock_memories(sides).values_list("id"))
+    pair = MemoryPair.objects.select_for_update(no_key=True).filter(pk=pair_id).first()
     if pair is None:  # one of its memories was deleted meanwhile
         raise Conflict(f"Pair {pair_id} no longer exists: one of its memories was deleted.")
     if pair.status != PairStatus.OPEN:
@@ -329,6 +340,7 @@ def _require(allowed: bool, what: str) -> None:
         )
 
 
+@retried
 @transaction.atomic
 def pair_resolve(
     *,
@@ -430,6 +442,7 @@ def _merged(
     return merged
 
 
+@retried
 @transaction.atomic
 def pairs_resolve(
     *, pair_ids: Iterable[int], action: str, actor: Actor, reason: str = ""
@@ -483,14 +496,13 @@ def supersede_on_create(
         raise ValidationError(
             {"supersedes": f"No memory {', '.join(map(str, missing + wrong))} in this project."}
         )
-    result = Superseded()
-    for other in sorted(found.values(), key=lambda m: m.pk):
-        one = memory_supersede(
-            memory=other, by=memory, actor=actor, reason=reason or "replaced on create"
-        )
-        result.done += one.done
-        result.waiting += one.waiting
-    return result
+    # All at once: their locks in id order with the new memory's.
+    return memories_supersede(
+        memories=sorted(found.values(), key=lambda m: m.pk),
+        by=memory,
+        actor=actor,
+        reason=reason or "replaced on create",
+    )
 
 
 def pair_memories(pairs: Sequence[MemoryPair]) -> dict[int, Memory]:

@@ -1,4 +1,9 @@
-"""Runs: started by an agent, given memories, finished with an outcome that moves them."""
+"""Runs: started by an agent, given memories, finished with an outcome that moves them.
+
+Locks follow the store's one order (memories.locks): an outcome locks the run's memories in
+id order, then the run; a give locks the run only (its rows' foreign-key checks lock the
+memories FOR KEY SHARE at commit, in memory-id order, which no writer of memories waits for).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memories.actors import Actor
+from memories.locks import lock_memories, retried
 from memories.models import EventAction, Memory, Outcome, Project, Run, RunMemory, RunStatus
 from memories.services.changes import ChangeResult, change_memories
 from memories.services.validation import (
@@ -68,6 +74,7 @@ def run_start(
     return existing, False
 
 
+@retried
 @transaction.atomic
 def run_give_memories(
     *,
@@ -80,7 +87,9 @@ def run_give_memories(
     run was given, so its outcome moves them (and a fit of the ranking learns from them);
     and ``request``, what it asked the assembly for (the first one a run made is kept)."""
     # The lock orders this against a concurrent outcome of the same run.
-    status = Run.objects.select_for_update().values_list("status", flat=True).get(pk=run.pk)
+    status = (
+        Run.objects.select_for_update(no_key=True).values_list("status", flat=True).get(pk=run.pk)
+    )
     if status != RunStatus.RUNNING:
         raise Conflict(f"Run {run.external_id} has finished; it can be given nothing more.")
     given = [
@@ -93,7 +102,10 @@ def run_give_memories(
         )
         for rank, (memory_id, score, *parts) in enumerate(ranked, start=1)
     ]
-    RunMemory.objects.bulk_create(given, ignore_conflicts=True)
+    # In memory-id order: the foreign-key checks lock the memories in insert order.
+    RunMemory.objects.bulk_create(
+        sorted(given, key=lambda row: row.memory_id), ignore_conflicts=True
+    )
     changes: dict[str, Any] = {}
     if prompt_hash:
         changes["prompt_hash"] = run.prompt_hash = prompt_hash
@@ -152,6 +164,7 @@ def _note_used(run: Run, used: list[int]) -> None:
     )
 
 
+@retried
 def run_record_outcome(
     *,
     run: Run,
@@ -173,9 +186,39 @@ def run_record_outcome(
     outcome = choice(outcome, Outcome, "outcome")
     used = _used_memories(run, used_memory_ids)
     now = now or timezone.now()
+    for attempt in range(1, GIVE_RACES + 1):
+        try:
+            return _record_outcome(run, outcome, actor, now, used, last=attempt == GIVE_RACES)
+        except _GivenMeanwhile:
+            continue
+    raise AssertionError("unreachable: the last attempt never raises _GivenMeanwhile")
+
+
+# Times an outcome starts again because the run was given more memories meanwhile.
+GIVE_RACES = 3
+
+
+class _GivenMeanwhile(Exception):
+    """The run was given memories between locking its memories and locking it."""
+
+
+def _record_outcome(
+    run: Run, outcome: str, actor: Actor, now: datetime, used: list[int] | None, *, last: bool
+) -> OutcomeResult:
+    """The outcome, with the run's memories locked in id order, then the run (the store's
+    order, memories.locks). A give that commits between the two adds memories: then all is
+    let go and taken again with them (``_GivenMeanwhile`` rolls the transaction back), so
+    that no memory is locked after the run; once the run is locked no give can add any (it
+    waits, then finds the run finished). After GIVE_RACES such races in a row the newcomers
+    are locked after the run."""
     with transaction.atomic():
+        memory_ids = set(
+            lock_memories(RunMemory.objects.filter(run_id=run.pk).values("memory_id")).values_list(
+                "id", flat=True
+            )
+        )
         locked = (
-            Run.objects.select_for_update(of=("self",))
+            Run.objects.select_for_update(of=("self",), no_key=True)
             .select_related("project__policy")
             .get(pk=run.pk)
         )
@@ -188,6 +231,9 @@ def run_record_outcome(
                 f"Run {locked.external_id} already finished as {locked.status}; "
                 f"it cannot also be {outcome}."
             )
+        given = set(RunMemory.objects.filter(run=locked).values_list("memory_id", flat=True))
+        if not given <= memory_ids and not last:
+            raise _GivenMeanwhile
         locked.status = outcome
         locked.finished_at = now
         locked.save(update_fields=["status", "finished_at"])
@@ -204,7 +250,7 @@ def run_record_outcome(
             return values
 
         changes = change_memories(
-            memory_ids=RunMemory.objects.filter(run=locked).values_list("memory_id", flat=True),
+            memory_ids=given,
             compute=compute,
             action=EventAction.OUTCOME,
             actor=actor,

@@ -18,19 +18,25 @@ from functools import cache
 
 import redis
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, connection
 from django.utils import timezone
 
+from memories.locks import lock_ids, retried
 from memories.models import Memory
 
 logger = logging.getLogger(__name__)
 
 FLUSH_BATCH = 5000
+# The memories are locked in id order first (memories.locks): the UPDATE alone locks them in
+# the order its plan reads them, on a small table the order they lie on disk.
 _UPDATE = f"""
+WITH {lock_ids("locked", "id = ANY(%(ids)s::bigint[])")}
 UPDATE {Memory._meta.db_table} AS m
 SET access_count = m.access_count + u.uses,
     last_accessed_at = greatest(m.last_accessed_at, u.last_at)
-FROM unnest(%s::bigint[], %s::int[], %s::timestamptz[]) AS u(id, uses, last_at)
+FROM unnest(%(ids)s::bigint[], %(uses)s::int[], %(last_at)s::timestamptz[])
+    AS u(id, uses, last_at)
+JOIN locked ON locked.id = u.id
 WHERE m.id = u.id
 """
 
@@ -57,9 +63,10 @@ def write(memory_ids: Iterable[int], now: datetime | None = None) -> None:
         _write(ids, [1] * len(ids), [at] * len(ids))
 
 
+@retried
 def _write(ids: list[int], uses: list[int], last_at: list[datetime]) -> None:
     with connection.cursor() as cursor:
-        cursor.execute(_UPDATE, [ids, uses, last_at])
+        cursor.execute(_UPDATE, {"ids": ids, "uses": uses, "last_at": last_at})
 
 
 def write_counts(counts: Mapping[int, tuple[int, datetime]]) -> None:
@@ -113,8 +120,8 @@ def flush() -> int:
     try:
         for start in range(0, len(rows), FLUSH_BATCH):
             batch = rows[start : start + FLUSH_BATCH]
-            with transaction.atomic():
-                _write(*(list(column) for column in zip(*batch, strict=True)))
+            # One statement: a transaction of its own.
+            _write(*(list(column) for column in zip(*batch, strict=True)))
             written += len(batch)
     except DatabaseError:
         _note(client, counts, last, rows[written:])

@@ -201,8 +201,8 @@ def test_list_runs_a_fixed_number_of_queries(
     for _ in range(size):
         services.memory_approve(memory=make_memory(project=project), actor=reviewer_actor)
     agent.get(url(project, "memories"))  # records the key's last use once a minute
-    # key lookup (with its project), page
-    with django_assert_num_queries(2):
+    # key lookup (with its project), its concurrency slot taken, page, the slot given back
+    with django_assert_num_queries(4):
         body = agent.get(url(project, "memories")).json()
     assert len(body["memories"]) == size
     assert all(m["approvedBy"] for m in body["memories"])
@@ -213,8 +213,8 @@ def test_detail_runs_a_fixed_number_of_queries(
 ):
     memory = make_memory(project=project)
     agent.get(url(project, "memories", memory.pk))
-    # key lookup (with its project), memory
-    with django_assert_num_queries(2):
+    # key lookup (with its project), slot taken, memory, slot given back
+    with django_assert_num_queries(4):
         assert agent.get(url(project, "memories", memory.pk)).json()["id"] == memory.pk
 
 
@@ -225,8 +225,8 @@ def test_history_runs_a_fixed_number_of_queries(
     for pinned in [True, False] * 10:
         services.memories_set_pinned(memory_ids=[memory.pk], pinned=pinned, actor=system_actor)
     agent.get(url(project, "memories", memory.pk, "history"))
-    # key (with its project), exists, page
-    with django_assert_num_queries(3):
+    # key (with its project), slot taken, exists, page, slot given back
+    with django_assert_num_queries(5):
         events = agent.get(url(project, "memories", memory.pk, "history")).json()["events"]
     assert len(events) == 21
 

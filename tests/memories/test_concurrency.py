@@ -2,62 +2,30 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 
 from memories import services
 from memories.actors import Actor
 from memories.models import Memory, MemoryEvent, Run
+from tests.concurrency import Call, wait_until, waiting_on_locks
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _waiting_on_locks() -> int:
-    with connection.cursor() as cursor:
-        # Activity statistics are a snapshot per transaction unless cleared.
-        cursor.execute("SELECT pg_stat_clear_snapshot()")
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        )
-        return cursor.fetchone()[0]
-
-
-def _run_in_threads(calls: list[Callable[[], object]]):
-    results: list[object] = []
-    errors: list[BaseException] = []
-
-    def worker(call: Callable[[], object]) -> None:
-        try:
-            results.append(call())
-        except BaseException as error:  # reported to the test below
-            errors.append(error)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=worker, args=(call,)) for call in calls]
-    for thread in threads:
-        thread.start()
-    return threads, results, errors
 
 
 def _release_when_all_wait(lock: Callable[[], None], calls: list[Callable[[], object]]):
     """Hold ``lock`` in this connection until every call is blocked on it, then let them go."""
     with transaction.atomic():
         lock()
-        threads, results, errors = _run_in_threads(calls)
-        deadline = time.monotonic() + 15
-        while _waiting_on_locks() < len(calls):
-            assert time.monotonic() < deadline, f"the writers never reached the lock: {errors}"
-            time.sleep(0.02)
-    for thread in threads:
-        thread.join(timeout=30)
-    assert not errors, errors
-    return results
+        running = [Call(call) for call in calls]
+        wait_until(
+            lambda: waiting_on_locks() >= len(calls) or any(c.done for c in running),
+            "the writers reach the lock",
+        )
+        assert not any(c.done for c in running), [c.error for c in running]
+    return [call.join() for call in running]
 
 
 def test_two_outcomes_at_once_on_shared_memories_both_count(project, make_memory, make_run):
