@@ -72,10 +72,18 @@ _DF_COUNT = (
     " WHERE d.match_keys @> %({key})s::text[] AND d.active LIMIT " + str(DF_COUNTED) + ") AS x)"
 )
 # Counted frequencies, kept per process for the owner's version of its memories (assembly
-# .cache: any write gives the owner a new one), so that a word is counted once per version.
+# .cache: any write gives the owner a new one), so that a word is counted once per version;
+# forgotten with the statistics (every COMMON_WORDS_SECONDS), so that no version a cache
+# flush brings back ("0") is trusted longer.
 DF_KEPT_VERSIONS = 256
-_counted: OrderedDict[tuple[str, str], dict[str, float]] = OrderedDict()
 _counted_lock = threading.Lock()
+
+
+def _counted() -> OrderedDict[tuple[str, str], dict[str, float]]:
+    kept: OrderedDict[tuple[str, str], dict[str, float]] = statistics()["stats"].setdefault(
+        "counted", OrderedDict()
+    )
+    return kept
 
 
 @dataclass(frozen=True)
@@ -100,8 +108,9 @@ def document_frequencies(
     known = word_rows()
     found: dict[str, float] = {}
     missing: list[str] = []
+    counted_by_version = _counted()
     with _counted_lock:
-        kept = _counted.get((owner, version), {}) if version else {}
+        kept = counted_by_version.get((owner, version), {}) if version else {}
     for word in words:
         key = f"{owner}:w:{word}"
         df = common.get(key) or known.get(key) or kept.get(word)
@@ -118,10 +127,10 @@ def document_frequencies(
         found.update(counted)
         if version:
             with _counted_lock:
-                _counted.setdefault((owner, version), {}).update(counted)
-                _counted.move_to_end((owner, version))
-                while len(_counted) > DF_KEPT_VERSIONS:
-                    _counted.popitem(last=False)
+                counted_by_version.setdefault((owner, version), {}).update(counted)
+                counted_by_version.move_to_end((owner, version))
+                while len(counted_by_version) > DF_KEPT_VERSIONS:
+                    counted_by_version.popitem(last=False)
     return found
 
 

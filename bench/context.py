@@ -107,6 +107,8 @@ def start_server(workers: int, cache_seconds: int) -> subprocess.Popen:
         "SECURE_SSL_REDIRECT": "false",
         "API_THROTTLE_RATE": "100000000/min",
         "ASSEMBLY_CACHE_SECONDS": str(cache_seconds),
+        # Every agent of the load shares one key: it may have that many requests at once.
+        "API_KEY_CONCURRENCY": os.environ.get("API_KEY_CONCURRENCY", "64"),
         "LOG_LEVEL": "WARNING",
         "DB_CONN_MAX_AGE": "600",
     }
@@ -223,24 +225,49 @@ def generator(concurrency: int) -> str:
     return "wrk" if concurrency > 1 and shutil.which("wrk") else "python"
 
 
-def load(size: int, token: str, seconds: float, concurrency: int, repeat: bool) -> dict:
+def memory_ids(size: int, count: int = 2000) -> list[int]:
+    """Ids of the project's memories, to read one at a time."""
+    from memories.models import Memory
+
+    return list(
+        Memory.objects.filter(project__slug=f"bench-{size}")
+        .order_by("?")
+        .values_list("id", flat=True)[:count]
+    )
+
+
+def load(
+    size: int,
+    token: str,
+    seconds: float,
+    concurrency: int,
+    repeat: bool,
+    ids: list[int] | None = None,
+) -> dict:
+    """Agents asking for context for ``seconds``. One agent alone (``ids`` given) also reads
+    one memory by id after each request, so that the two are measured side by side in the
+    same moments of the machine; each answer's tokens are checked against its budget."""
     if generator(concurrency) == "wrk":
         return load_wrk(size, token, seconds, concurrency, repeat)
     names = areas(size)
     latencies: list[float] = []
+    reads: list[float] = []
     errors = 0
     timeouts = 0
+    overruns = 0
     lock = threading.Lock()
     deadline = time.perf_counter() + seconds
 
     def agent(seed: int) -> None:
-        nonlocal errors, timeouts
+        nonlocal errors, timeouts, overruns
         rng = random.Random(seed)
         connection = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
         mine: list[float] = []
+        read: list[float] = []
         failed = 0
         late = 0
+        over = 0
         while time.perf_counter() < deadline:
             body = request_body(rng, names, repeat)
             started = time.perf_counter()
@@ -251,10 +278,24 @@ def load(size: int, token: str, seconds: float, concurrency: int, repeat: bool) 
             failed += response.status != 200
             # A source cut off by its deadline answers fast but incomplete: count it.
             late += b"SOURCE_TIMEOUT" in payload
+            if response.status == 200:
+                asked = json.loads(body)
+                metadata = json.loads(payload)["metadata"]
+                over += metadata["totalTokens"] > asked["tokenBudget"] - asked["responseReserve"]
+            if ids:
+                path = f"/api/projects/bench-{size}/memories/{rng.choice(ids)}"
+                started = time.perf_counter()
+                connection.request("GET", path, headers=headers)
+                answer = connection.getresponse()
+                answer.read()
+                read.append((time.perf_counter() - started) * 1000)
+                failed += answer.status != 200
         with lock:
             latencies.extend(mine)
+            reads.extend(read)
             errors += failed
             timeouts += late
+            overruns += over
 
     started = time.perf_counter()
     threads = [threading.Thread(target=agent, args=(i,)) for i in range(concurrency)]
@@ -264,15 +305,20 @@ def load(size: int, token: str, seconds: float, concurrency: int, repeat: bool) 
         thread.join()
     elapsed = time.perf_counter() - started
     cuts = statistics.quantiles(latencies, n=100)
-    return {
+    result = {
         "requests": len(latencies),
         "errors": errors,
         "timeouts": timeouts,
+        "overruns": overruns,
         "p50": statistics.median(latencies),
         "p95": cuts[94],
         "p99": cuts[98],
         "rps": len(latencies) / elapsed,
     }
+    if reads:
+        result["read_p50"] = statistics.median(reads)
+        result["ratio"] = result["p50"] / result["read_p50"]
+    return result
 
 
 def main() -> None:
@@ -305,9 +351,13 @@ def main() -> None:
                 try:
                     for size in (int(s) for s in args.sizes.split(",")):
                         token = api_key(size)
+                        ids = memory_ids(size)
                         for agents in (int(c) for c in args.concurrency.split(",")):
-                            load(size, token, 2, agents, cache_seconds > 0)  # warm up
-                            result = load(size, token, args.seconds, agents, cache_seconds > 0)
+                            alone = ids if agents == 1 else None
+                            load(size, token, 2, agents, cache_seconds > 0, alone)  # warm up
+                            result = load(
+                                size, token, args.seconds, agents, cache_seconds > 0, alone
+                            )
                             runs.setdefault((size, label, agents), []).append(result)
                 finally:
                     stop_server(server)
@@ -318,21 +368,26 @@ def main() -> None:
         f" median of {args.rounds} rounds of {args.seconds:g} s"
     )
     print(
-        "| memories | cache | agents | load from | requests | errors | source timeouts "
-        "| p50 ms | p95 ms | p99 ms | req/s |"
+        "One agent alone also reads one memory by id after each request: its p50, and the"
+        " context's p50 over it, taken in the same moments (a ratio holds on any machine)."
     )
-    print("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| memories | cache | agents | load from | requests | errors | source timeouts "
+        "| token overruns | p50 ms | p95 ms | p99 ms | req/s | one memory p50 ms | p50 ratio |"
+    )
+    print("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for (size, label, agents), results in runs.items():
         r = {name: statistics.median(run[name] for run in results) for name in results[0]}
-        # Requests, errors and timeouts are totals over the rounds.
+        # Requests, errors, timeouts and overruns are totals over the rounds.
         totals = {
-            name: sum(run[name] for run in results) for name in ("requests", "errors", "timeouts")
+            name: sum(run.get(name, 0) for run in results)
+            for name in ("requests", "errors", "timeouts", "overruns")
         }
+        alone = f"{r['read_p50']:.1f} | {r['ratio']:.2f}x" if "read_p50" in r else "n/a | n/a"
         print(
             f"| {size:,} | {label} | {agents} | {generator(agents)} | {totals['requests']} "
-            f"| {totals['errors']} "
-            f"| {totals['timeouts']} | "
-            f"{r['p50']:.1f} | {r['p95']:.1f} | {r['p99']:.1f} | {r['rps']:.0f} |"
+            f"| {totals['errors']} | {totals['timeouts']} | {totals['overruns']} | "
+            f"{r['p50']:.1f} | {r['p95']:.1f} | {r['p99']:.1f} | {r['rps']:.0f} | {alone} |"
         )
 
 

@@ -59,6 +59,11 @@ def _task_words(intent: str, write_scope: tuple[str, ...]) -> TaskWords:
     return TaskWords(tuple(intent_words[:MAX_INTENT_WORDS]), tuple(path_words[:MAX_PATH_WORDS]))
 
 
+def forget_task_words() -> None:
+    """Read tasks' words afresh (tests)."""
+    _task_words.cache_clear()
+
+
 def tsquery_literal(word: str) -> str:
     """A lexeme as a one-word tsquery (quoted: taken as it is, whatever it holds)."""
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"

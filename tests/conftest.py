@@ -8,6 +8,7 @@ import pytest
 from memories.actors import Actor
 from memories.services import uses
 from memories.statistics import forget_common_words
+from memories.words import forget_task_words
 from tests.factories import MemoryFactory, ProjectFactory, ReviewerFactory, RunFactory, UserFactory
 
 USES_REDIS = os.environ.get("TEST_MEMORY_USES_URL", "redis://127.0.0.1:6379/13")
@@ -60,8 +61,9 @@ def make_run(db):
 
 @pytest.fixture(autouse=True)
 def _fresh_word_statistics():
-    """Each test reads the table's statistics of common words afresh."""
+    """Each test reads the table's statistics of common words, and tasks' words, afresh."""
     forget_common_words()
+    forget_task_words()
 
 
 @pytest.fixture(autouse=True)
