@@ -160,20 +160,27 @@ def length_norm(i: int) -> str:
     )
 
 
+# Words of each part the first estimate counts (its rarest): always this many slots, empty
+# ones weighing 0, so that the statement's text is the same whatever the task.
+SLOTS = {"intent": 10, "path": 6}
+
+
 def presence(i: int, terms: Sequence[Term], part: str, params: dict[str, Any]) -> str:
-    """BM25 of ``part`` (intent or path) counting each word once: a memory holds it or not
-    (one probe of its search vector a word; the shortlist's first estimate)."""
+    """BM25 of ``part`` (intent or path) counting each of its rarest words once: a memory
+    holds it or not (one probe of its search vector a word; the shortlist's first
+    estimate)."""
+    chosen = sorted(
+        (term for term in terms if getattr(term, part)), key=lambda t: (-t.idf, t.word)
+    )[: SLOTS[part]]
     sums = []
-    for j, term in enumerate(terms):
-        if getattr(term, part) and term.idf > 0:
-            params[f"tq_{i}_{j}"] = tsquery_literal(term.word)
-            params[f"idf_{i}_{j}"] = term.idf
-            sums.append(
-                f"CASE WHEN m.search_vector @@ %(tq_{i}_{j})s::tsquery"
-                f" THEN %(idf_{i}_{j})s::float8 ELSE 0 END"
-            )
-    if not sums:
-        return "0.0::float8"
+    for slot in range(SLOTS[part]):
+        term = chosen[slot] if slot < len(chosen) else None
+        params[f"{part}_q_{i}_{slot}"] = tsquery_literal(term.word if term else "-")
+        params[f"{part}_idf_{i}_{slot}"] = term.idf if term else 0.0
+        sums.append(
+            f"CASE WHEN m.search_vector @@ %({part}_q_{i}_{slot})s::tsquery"
+            f" THEN %({part}_idf_{i}_{slot})s::float8 ELSE 0 END"
+        )
     return f"(({' + '.join(sums)}) * {length_norm(i)})"
 
 

@@ -258,9 +258,14 @@ def candidate_query(
             f" WHERE {scoped} AND m.active{other} AND {matches} LIMIT {SCOPE_POOL})"
         )
 
-        def usable(where: str) -> str:
+        def usable(where: str, i: int = i) -> str:
+            # Looked up only when the write scope's usable matches are too few to fill the
+            # shortlist: matches come first, so with enough of them no other row is given.
             row = _found("true", "NULL::text")
-            return f"SELECT {row} FROM {MEMORIES} m WHERE {where} AND {_USABLE}"
+            return (
+                f"SELECT {row} FROM {MEMORIES} m WHERE {where} AND {_USABLE}"
+                f" AND NOT (SELECT enough FROM enough_{i})"
+            )
 
         terms = (
             task_terms(source.owner, words, (versions or {}).get(source.owner)) if words.all else []
@@ -304,7 +309,13 @@ def candidate_query(
             f"({usable(source.condition)}"
             " ORDER BY m.confidence * m.relevance_score DESC, m.id LIMIT %(size)s)"
         )
-        ctes.append(f"found_{i} AS ({' UNION ALL '.join(found)})")
+        ctes.append(f"scoped_{i} AS MATERIALIZED ({' UNION ALL '.join(found[:2])})")
+        ctes.append(
+            f"enough_{i} AS (SELECT count(*) >= %(shortlist)s AS enough FROM scoped_{i}"
+            " WHERE usable)"
+        )
+        others = "".join(f" UNION ALL {branch}" for branch in found[2:])
+        ctes.append(f"found_{i} AS (SELECT * FROM scoped_{i}{others})")
         # Each memory once, as the write-scope lookup found it when it did (``key`` not null:
         # a match, proven by a key or by the exact rule).
         ctes.append(
@@ -401,12 +412,19 @@ class Cancelled(Exception):
 
 
 def fetch_dicts(
-    sql: str, params: dict[str, Any], *, timeout_ms: float | None = None
+    sql: str,
+    params: dict[str, Any],
+    *,
+    timeout_ms: float | None = None,
+    generic: bool = False,
 ) -> list[dict[str, Any]]:
     """Run a statement with server-side parameters (arrays and the intent are sent as values,
-    not spliced into the text); logged like any query. It is not prepared: a generic plan
-    of the candidate query reads a whole project, and PostgreSQL plans each run for its
-    values anyway.
+    not spliced into the text); logged like any query.
+
+    ``generic``: the statement is prepared on the connection and run with its generic plan,
+    planned once: the candidate query's text is the same for every task of a kind (its
+    values are parameters, its lookups go through the indexes whatever they are), and
+    planning it cost a fifth of running it.
 
     With ``timeout_ms``, PostgreSQL cancels the statement at that deadline (Cancelled is
     raised). The settings (the timeout, no JIT) are set, the statement run and the settings
@@ -420,7 +438,7 @@ def fetch_dicts(
         with (
             inside,
             server_cursor() as setting,
-            server_cursor() as cursor,
+            server_cursor(prepare=generic) as cursor,
             server_cursor() as reset,
             connection.connection.pipeline(),
         ):
@@ -428,14 +446,14 @@ def fetch_dicts(
             # have PostgreSQL compile it for far longer than it runs.
             setting.execute(
                 "SELECT set_config('jit', 'off', false), set_config('statement_timeout',"
-                " coalesce(%s::text, current_setting('statement_timeout')), false)",
-                [timeout],
+                " coalesce(%s::text, current_setting('statement_timeout')), false),"
+                " set_config('plan_cache_mode', %s, false)",
+                [timeout, "force_generic_plan" if generic else "auto"],
             )
             cursor.execute(sql, params)
-            reset.execute(
-                "SELECT set_config(name, reset_val, false) FROM pg_settings"
-                " WHERE name IN ('jit', 'statement_timeout')"
-            )
+            # RESET, not set_config from pg_settings: reading that view costs milliseconds.
+            for name in ("jit", "statement_timeout", "plan_cache_mode"):
+                reset.execute(f"RESET {name}")
             return _dicts(cursor)
     except (psycopg.errors.QueryCanceled, OperationalError) as error:
         cause = error if isinstance(error, psycopg.Error) else error.__cause__

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from memory_layer_client.budget import DEFAULT_SHARES, Share, allocate
 
@@ -30,6 +31,15 @@ class Weights:
     semantic: float = 0.5
     quality: float = 1.0
     recency: float = 0.2
+
+
+# The policy's column of each weight (memories.models.MemoryPolicy).
+WEIGHT_COLUMNS = {name: f"weight_{name}" for name in Weights.__dataclass_fields__}
+
+
+def weights_in_force(policy: Any) -> Weights:
+    """The ranking weights a project's policy sets."""
+    return Weights(**{name: getattr(policy, column) for name, column in WEIGHT_COLUMNS.items()})
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ they rank held-back runs better, and restorable."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -20,18 +20,13 @@ from assembly.learning import (
     ndcg,
 )
 from assembly.models import FitOutcome, RankingFit
-from assembly.packing import Weights
+from assembly.packing import WEIGHT_COLUMNS, Weights, weights_in_force
 from assembly.services import context_ranked
 from memories.actors import Actor
 from memories.models import MemoryPolicy, Project, Run, RunMemory
 
 # The newest runs with feedback a fit reads.
 MAX_RUNS = 1000
-WEIGHT_FIELDS = {field.name: f"weight_{field.name}" for field in fields(Weights)}
-
-
-def weights_in_force(policy: MemoryPolicy) -> Weights:
-    return Weights(**{name: getattr(policy, column) for name, column in WEIGHT_FIELDS.items()})
 
 
 @dataclass(frozen=True)
@@ -151,10 +146,10 @@ def ranking_restore(*, fit: RankingFit, actor: Actor) -> RankingFit:
 
 
 def _set_weights(policy: MemoryPolicy, weights: Weights) -> None:
-    for name, column in WEIGHT_FIELDS.items():
+    for name, column in WEIGHT_COLUMNS.items():
         setattr(policy, column, getattr(weights, name))
     policy.full_clean()
-    policy.save(update_fields=list(WEIGHT_FIELDS.values()))
+    policy.save(update_fields=list(WEIGHT_COLUMNS.values()))
 
 
 def projects_with_feedback() -> Iterator[Project]:

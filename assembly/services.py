@@ -19,10 +19,10 @@ from memory_layer_client.budget import Share
 from assembly import cache
 from assembly.coherence import OpenPair, Settled, coherence, settle
 from assembly.metrics import ASSEMBLY_SECONDS, CACHE_REQUESTS, COHERENCE
-from assembly.packing import LODS, Packed, Weights, pack, rank
+from assembly.packing import LODS, Packed, Weights, pack, rank, weights_in_force
 from assembly.render import PROMPT_PARTS, render_prompt
 from assembly.results import Context, ContextWarning, Coverage, Dropped, Item, Metadata
-from assembly.sources import SOURCES, SourceResult, fetch
+from assembly.sources import SOURCES, SourceResult, fetch_all
 from memories import embeddings, selectors
 from memories import services as memory_services
 from memories.actors import Actor
@@ -308,19 +308,6 @@ def context_ranked(*, project: Project, recorded: Mapping[str, Any], weights: We
     return [item.id for item in result.items]
 
 
-def policy_weights(policy: MemoryPolicy) -> Weights:
-    """The ranking weights a project's policy sets."""
-    return Weights(
-        scope=policy.weight_scope,
-        entities=policy.weight_entities,
-        text=policy.weight_text,
-        path=policy.weight_path,
-        semantic=policy.weight_semantic,
-        quality=policy.weight_quality,
-        recency=policy.weight_recency,
-    )
-
-
 def _assemble(
     project: Project,
     request: ContextRequest,
@@ -338,36 +325,27 @@ def _assemble(
         request.time_budget_ms or settings.ASSEMBLY_TIME_BUDGET_MS, MAX_TIME_BUDGET_MS
     )
     policy = project.policy
-    weights = policy_weights(policy)
-    results: list[SourceResult] = []
+    weights = weights_in_force(policy)
     # The task's meaning, embedded once for all sources (None with semantic ranking off); a
     # remote model may take at most half the time budget.
     task = " ".join([request.intent, *request.entities]).strip()
     meaning = embeddings.query_vector(task, timeout=time_budget / 2000)
-    for source in SOURCES:
-        if source not in request.sources:
-            continue
-        remaining = time_budget - (time.perf_counter() - started) * 1000
-        if remaining < 1:
-            results.append(SourceResult(source, [], timed_out=True))
-            continue
-        results.append(
-            fetch(
-                source,
-                project=project,
-                run=run,
-                write_scope=write_scope,
-                intent=request.intent,
-                entities=request.entities,
-                limit=limit,
-                timeout_ms=int(remaining),
-                now=now,
-                meaning=meaning,
-                left_out=EXCLUDED_SHOWN if source == "project" else 0,
-                weights=weights,
-                versions=versions,
-            )
-        )
+    asked = [source for source in SOURCES if source in request.sources]
+    results = fetch_all(
+        asked,
+        deadline=started + time_budget / 1000,
+        project=project,
+        run=run,
+        write_scope=write_scope,
+        intent=request.intent,
+        entities=request.entities,
+        limit=limit,
+        now=now,
+        meaning=meaning,
+        left_out={"project": EXCLUDED_SHOWN},
+        weights=weights,
+        versions=versions,
+    )
     ranked = rank([c for r in results for c in r.candidates], weights)
     pairs = [OpenPair(*row) for row in selectors.open_pairs_among([s.candidate.id for s in ranked])]
     settled = settle(ranked, pairs, flag=policy.conflict_mode == "flag")

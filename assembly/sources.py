@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
+from django.db import close_old_connections, connection
 
 from assembly.candidates import (
     Cancelled,
@@ -111,7 +114,7 @@ def fetch(
     )
     started = _clock()
     try:
-        found = fetch_dicts(sql, params, timeout_ms=timeout_ms)
+        found = fetch_dicts(sql, params, timeout_ms=timeout_ms, generic=True)
     except Cancelled:
         SOURCE_ERRORS.labels(source).inc()
         return SourceResult(source, [], timed_out=True, latency_ms=_clock() - started)
@@ -154,6 +157,61 @@ def fetch(
             (row for row in found if not row["usable"]), key=lambda r: (-r["confidence"], r["id"])
         ),
     )
+
+
+# Sources are asked at once, each on a connection of its own, when no transaction holds the
+# request's connection (a transaction's reads must stay in it): the request waits for the
+# slowest source, not for their sum.
+_helpers = ThreadPoolExecutor(max_workers=len(SOURCES) - 1, thread_name_prefix="sources")
+
+
+def _fetch_on_helper(source: str, **kwargs: Any) -> SourceResult:
+    close_old_connections()  # this thread's connection: renewed when too old or broken
+    return fetch(source, **kwargs)
+
+
+def fetch_all(
+    sources: Sequence[str],
+    *,
+    deadline: float,
+    left_out: Mapping[str, int],
+    **kwargs: Any,
+) -> list[SourceResult]:
+    """The candidates of each source, in the order given, each within what is left of the
+    time budget at ``deadline`` (``time.perf_counter()``): the project's on this thread, the
+    others at the same time on helper threads when the request's connection is in no
+    transaction, else one after the other."""
+
+    def remaining() -> int:
+        return int((deadline - time.perf_counter()) * 1000)
+
+    def ask(source: str) -> SourceResult:
+        left = remaining()
+        if left < 1:
+            return SourceResult(source, [], timed_out=True)
+        return fetch(source, timeout_ms=left, left_out=left_out.get(source, 0), **kwargs)
+
+    here = "project" if "project" in sources else sources[0]
+    elsewhere = [
+        source
+        for source in sources
+        if source != here and candidate_source(source, project=kwargs["project"], run=kwargs["run"])
+    ]
+    if not elsewhere or connection.in_atomic_block:
+        return [ask(source) for source in sources]
+    later = {
+        source: _helpers.submit(
+            _fetch_on_helper,
+            source,
+            timeout_ms=max(1, remaining()),
+            left_out=left_out.get(source, 0),
+            **kwargs,
+        )
+        for source in elsewhere
+    }
+    found = {here: ask(here)}
+    found.update((source, future.result()) for source, future in later.items())
+    return [found[source] if source in found else ask(source) for source in sources]
 
 
 def _meaning(vector: np.ndarray | None) -> Meaning | None:

@@ -41,7 +41,8 @@ def main() -> None:
     django_setup()
     from django.conf import settings
 
-    from assembly.ranking import ranking_fit, weights_in_force
+    from assembly.packing import weights_in_force
+    from assembly.ranking import ranking_fit
     from memories import services
     from memories.actors import Actor
     from memories.models import Project

@@ -17,9 +17,10 @@ A task's words are read the same way: its intent as a memory's text, its write s
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from django.db import connection
 
@@ -38,30 +39,55 @@ class TaskWords:
         return tuple(sorted(set(self.intent) | set(self.path)))
 
 
+# Words read so far, per process (they depend on the text only): of intents, and of single
+# paths of write scopes (scopes vary more than the paths they are made of).
+_KEPT = 8192
+_intents: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+_paths: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+_lock = threading.Lock()
+
+
 def task_words(intent: str, write_scope: Sequence[str]) -> TaskWords:
-    """The lexemes of a task's intent and of its write scope's paths (remembered per process:
-    they depend on the text only)."""
-    return _task_words(intent, tuple(write_scope))
+    """The lexemes of a task's intent and of its write scope's paths: what this process has
+    not read yet is read in one statement."""
+    paths = list(dict.fromkeys(path for path in write_scope if path))
+    with _lock:
+        said = _intents.get(intent)
+        known = {path: _paths[path] for path in paths if path in _paths}
+    unknown = [path for path in paths if path not in known]
+    if said is None or unknown:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT tsvector_to_array(memory_document(%s::text, '', '{}')),"
+                " ARRAY(SELECT array_to_string(tsvector_to_array(to_tsvector("
+                "'pg_catalog.english', memory_path_words(ARRAY[path]))), ' ')"
+                " FROM unnest(%s::text[]) WITH ORDINALITY AS p(path, n) ORDER BY n)",
+                [intent, unknown],
+            )
+            intent_words, path_words = cursor.fetchone()
+        said = tuple(intent_words)
+        read = {path: tuple(words.split()) for path, words in zip(unknown, path_words, strict=True)}
+        known.update(read)
+        with _lock:
+            _remember(_intents, {intent: said})
+            _remember(_paths, read)
+    path_words = sorted({word for path in paths for word in known[path]})
+    return TaskWords(said[:MAX_INTENT_WORDS], tuple(path_words[:MAX_PATH_WORDS]))
 
 
-@lru_cache(maxsize=4096)
-def _task_words(intent: str, write_scope: tuple[str, ...]) -> TaskWords:
-    if not intent.strip() and not write_scope:
-        return TaskWords((), ())
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT tsvector_to_array(memory_document(%s::text, '', '{}')),"
-            " tsvector_to_array(to_tsvector('pg_catalog.english',"
-            " memory_path_words(%s::text[])))",
-            [intent, list(write_scope)],
-        )
-        intent_words, path_words = cursor.fetchone()
-    return TaskWords(tuple(intent_words[:MAX_INTENT_WORDS]), tuple(path_words[:MAX_PATH_WORDS]))
+def _remember(kept: OrderedDict[str, tuple[str, ...]], read: dict[str, tuple[str, ...]]) -> None:
+    for text, words in read.items():
+        kept[text] = words
+        kept.move_to_end(text)
+    while len(kept) > _KEPT:
+        kept.popitem(last=False)
 
 
 def forget_task_words() -> None:
     """Read tasks' words afresh (tests)."""
-    _task_words.cache_clear()
+    with _lock:
+        _intents.clear()
+        _paths.clear()
 
 
 def tsquery_literal(word: str) -> str:

@@ -13,8 +13,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from assembly.learning import MIN_GAIN, MIN_RUNS, PART_OF
 from assembly.models import RankingFit
+from assembly.packing import weights_in_force
 from assembly.ranking import ranking_restore as restore_weights
-from assembly.ranking import weights_in_force
 from memories import roles
 from memories.actors import Actor
 from memories.models import Project, Role

@@ -10,8 +10,8 @@ import pytest
 from assembly import learning
 from assembly.learning import Judged, fit, fit_and_check, informative, quality
 from assembly.models import FitOutcome, RankingFit
-from assembly.packing import Weights
-from assembly.ranking import ranking_fit, ranking_restore, weights_in_force
+from assembly.packing import Weights, weights_in_force
+from assembly.ranking import ranking_fit, ranking_restore
 from memories import services
 from memories.actors import Actor
 from ops.tasks import fit_ranking

@@ -207,7 +207,7 @@ def test_the_context_path_runs_a_fixed_number_of_statements(
     project, make_memory, django_assert_num_queries, settings
 ):
     """Cache off, a task with an intent and a write scope: each source's candidates in one
-    pipelined statement (timeout set, SELECT, reset), the open pairs among them, the access
+    pipeline (settings, SELECT, their RESETs), the open pairs among them, the access
     counts. The first time a task's words are read, and each word's frequency counted
     (once per version of the project's memories): at most one statement a source more."""
     settings.ASSEMBLY_CACHE_SECONDS = 0
@@ -219,15 +219,15 @@ def test_the_context_path_runs_a_fixed_number_of_statements(
     request = {"write_scope": ("src/app/part1/routing.py",), "intent": "lazy converters"}
     # The first time: the task's words; for project and global, their size and mean length
     # (every 5 minutes), and the frequencies of the words the statistics do not list.
-    with django_assert_num_queries(17):
+    with django_assert_num_queries(21):
         assemble(project, **request)
     # Then, for project and global: a savepoint (inside the tests' transaction), in one
-    # pipeline set the timeout, SELECT, reset; release (10); the open pairs among the
-    # candidates (1); the access counts (1).
-    with django_assert_num_queries(12):
+    # pipeline set the settings, SELECT, RESET each of the three; release (14); the open
+    # pairs among the candidates (1); the access counts (1).
+    with django_assert_num_queries(16):
         assemble(project, **request)
     # The statistics read again (every 5 minutes), and with them the words' frequencies
     # counted afresh: 5 statements more.
     forget_common_words()
-    with django_assert_num_queries(17):
+    with django_assert_num_queries(21):
         assemble(project, **request)

@@ -11,8 +11,7 @@ from django.urls import URLPattern, get_resolver, reverse
 
 from assembly.learning import as_dict
 from assembly.models import FitOutcome, RankingFit
-from assembly.packing import Weights
-from assembly.ranking import weights_in_force
+from assembly.packing import Weights, weights_in_force
 from memories import services
 from memories.actors import Actor
 from memories.models import Membership, Memory, MemoryPair, MemoryPolicy, ReviewStatus, Role
