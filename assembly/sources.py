@@ -3,6 +3,7 @@ own statement timeout, so a slow source is cancelled by PostgreSQL, not left run
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -163,6 +164,20 @@ def fetch(
 # request's connection (a transaction's reads must stay in it): the request waits for the
 # slowest source, not for their sum.
 _helpers = ThreadPoolExecutor(max_workers=len(SOURCES) - 1, thread_name_prefix="sources")
+
+
+def close_helper_connections() -> None:
+    """Close the helper threads' database connections (e.g. before a test database is
+    dropped): one task on each thread, held until all have started."""
+    count = _helpers._max_workers
+    started = threading.Barrier(count)
+
+    def close() -> None:
+        started.wait(timeout=10)
+        connection.close()
+
+    for future in [_helpers.submit(close) for _ in range(count)]:
+        future.result()
 
 
 def _fetch_on_helper(source: str, **kwargs: Any) -> SourceResult:

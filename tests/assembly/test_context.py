@@ -232,9 +232,8 @@ def test_assembly_runs_a_fixed_number_of_queries(
 
         caches["assembly"].clear()
         # run lookup; the task's words (the first time); for each of run, project (with its
-        # left-out matches) and global: savepoint,
-        # then in one pipeline set the timeout, SELECT, RESET its three settings; release; recording the run:
-        # savepoint, lock,
+        # left-out matches) and global: savepoint, then in one pipeline set the timeout,
+        # SELECT, RESET its three settings; release; recording the run: savepoint, lock,
         # INSERT given, UPDATE prompt hash, release; access UPDATE; the open pairs among the
         # candidates
         with django_assert_num_queries(30 if count == 3 else 29):

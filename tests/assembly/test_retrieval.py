@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from assembly.scope import scope_grade, scope_keys, specificity
 from assembly.services import ContextRequest, context_assemble
@@ -231,3 +232,48 @@ def test_the_context_path_runs_a_fixed_number_of_statements(
     forget_common_words()
     with django_assert_num_queries(21):
         assemble(project, **request)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_sources_are_asked_at_once_and_answer_the_same(
+    project, make_memory, settings
+):
+    from assembly import sources
+
+    settings.ASSEMBLY_CACHE_SECONDS = 0
+    for n in range(12):
+        make_memory(project=project, tags=["src/app/**"], content=f"Project note {n} on routing.")
+    services_global = [
+        make_memory(project=None, scope="global", content=f"Global note {n} on routing.")
+        for n in range(4)
+    ]
+    approved = {"active": True, "review_status": "approved", "approved_at": timezone.now()}
+    Memory.objects.filter(pk__in=[m.pk for m in services_global]).update(
+        confidence=1.0, **approved
+    )
+    seen: list[str] = []
+    real = sources.fetch
+
+    def spy(source, **kwargs):
+        import threading
+
+        seen.append(f"{source}@{threading.current_thread().name.split('_')[0]}")
+        return real(source, **kwargs)
+
+    request = {"write_scope": ("src/app/routing.py",), "intent": "routing", "token_budget": 800}
+    try:
+        sources.fetch = spy
+        at_once = assemble(project, **request)
+        assert "project@MainThread" in seen
+        assert "global@sources" in seen  # on a helper, with its own connection
+        seen.clear()
+        from django.db import transaction
+
+        with transaction.atomic():  # a transaction's reads stay on its connection
+            in_turn = assemble(project, **request)
+        assert "global@MainThread" in seen
+    finally:
+        sources.fetch = real
+        sources.close_helper_connections()
+    assert at_once.text == in_turn.text
+    assert {item.source for item in at_once.items} == {"project", "global"}
