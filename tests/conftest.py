@@ -116,3 +116,13 @@ def heard():
     memories_changed.connect(listen, dispatch_uid="tests.heard")
     yield changes
     memories_changed.disconnect(dispatch_uid="tests.heard")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _source_helpers_let_go(django_db_setup):
+    """The assembly's helper threads (assembly.sources) close their connections before the
+    test database is dropped."""
+    yield
+    from assembly.sources import close_helper_connections
+
+    close_helper_connections()
