@@ -248,9 +248,7 @@ def test_outside_a_transaction_the_sources_are_asked_at_once_and_answer_the_same
         for n in range(4)
     ]
     approved = {"active": True, "review_status": "approved", "approved_at": timezone.now()}
-    Memory.objects.filter(pk__in=[m.pk for m in services_global]).update(
-        confidence=1.0, **approved
-    )
+    Memory.objects.filter(pk__in=[m.pk for m in services_global]).update(confidence=1.0, **approved)
     seen: list[str] = []
     real = sources.fetch
 
