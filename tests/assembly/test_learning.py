@@ -65,6 +65,34 @@ def test_a_fit_that_does_not_rank_held_back_runs_better_is_not_adopted():
     assert "Kept the weights in force" in checked.why()
 
 
+@pytest.mark.parametrize(
+    ("gains", "adopted"),
+    [
+        ([0.006] * 20, True),  # every held-back run gains: surely a win
+        ([0.001] * 10 + [0.011] * 10, False),  # the same mean, half of it from half the runs
+        ([0.0] * 18 + [0.06] * 2, False),  # two runs make the whole gain
+    ],
+)
+def test_a_fit_is_adopted_only_when_resampled_held_back_runs_still_gain_enough(gains, adopted):
+    """The mean gain on the held-back runs passes MIN_GAIN in each case; only a gain that
+    19 resamplings of 20 still put at MIN_GAIN or more counts (a gain merely above 0 was
+    seen to vanish on the tasks that came after)."""
+    rng = random.Random(3)
+    runs = [judged(rng, used_by="path_text") for _ in range(60)]
+    start = Weights(scope=2, text=0.5, path=0.0, quality=1.0)
+
+    def judge(weights: Weights) -> list[float]:
+        base = [0.5] * len(gains)
+        return base if weights == start else [b + g for b, g in zip(base, gains, strict=True)]
+
+    checked = fit_and_check(runs, start, judge)
+    assert checked.after != start
+    assert checked.train_after > checked.train_before
+    assert checked.held_after >= checked.held_before + learning.MIN_GAIN
+    assert checked.better is adopted
+    assert ("Adopted" in checked.why()) is adopted
+
+
 def test_only_runs_with_used_and_unused_memories_teach_the_order():
     used, unused = Judged({"quality": 1.0}, True), Judged({"quality": 0.0}, False)
     assert informative([[used], [unused], [used, unused], []]) == [[used, unused]]
