@@ -19,7 +19,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from memories import services
-from memories.models import Memory, MemoryEvent, Run
+from memories.models import Memory, MemoryEvent, MemoryPair, Run
 from tests.factories import MemoryFactory, ProjectFactory, RunFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,6 +32,11 @@ TOOLS = {
     "search_memories",
     "get_memory",
     "flag_memory",
+    "report_changes",
+    "list_conflicts",
+    "get_conflict",
+    "resolve_conflict",
+    "memory_history",
 }
 MEMORY_LAYER_MCP = shutil.which("memory-layer-mcp", path=str(Path(sys.executable).parent))
 
@@ -131,7 +136,10 @@ def test_every_tool_works_and_writes_what_it_says(transport, live_server, alpha)
     assert set(seen["tools"]) == TOOLS
     for tool in seen["tools"].values():
         assert len(tool.description or "") > 60, tool.name  # written for a model to read
+        assert "\n " not in (tool.description or ""), tool.name  # no docstring indentation
         assert tool.input_schema["type"] == "object"
+        assert tool.input_schema["additionalProperties"] is False, tool.name
+        assert tool.output_schema and tool.output_schema["type"] == "object", tool.name
         for name, schema in tool.input_schema["properties"].items():
             assert schema.get("description"), f"{tool.name}.{name} has no description"
     for name in ("started", "stored", "recall", "search", "get", "flag", "outcome"):
@@ -162,6 +170,107 @@ def test_every_tool_works_and_writes_what_it_says(transport, live_server, alpha)
     assert run_row.used_memory_ids == [memory.pk]  # what the agent used, for the ranking
     assert memory.confidence > 0.5  # the outcome moved it
     assert seen["outcome"].structured_content["memories"][0]["confidence"] == memory.confidence
+
+
+@pytest.mark.parametrize("transport", SESSIONS)
+def test_the_rest_of_the_api_has_tools(transport, live_server, alpha):
+    """Changed files, conflicts and a memory's history: what the REST API can do, an agent
+    can do through MCP, with the same key and roles."""
+    project, key = alpha
+    cached = MemoryFactory(
+        project=project, content="Cache reads go through Redis.", tags=["src/cache/**"]
+    )
+    tuesday = MemoryFactory(project=project, content="Deploy on Tuesdays only.", tags=["deploy"])
+    friday = MemoryFactory(project=project, content="Deploy on Fridays only.", tags=["deploy"])
+    first, second = sorted([tuesday, friday], key=lambda m: m.pk)
+    pair = MemoryPair.objects.create(
+        project=project,
+        first_id=first.pk,
+        second_id=second.pk,
+        kind="conflict",
+        similarity=0.9,
+        evidence={},
+        first_hash=first.content_hash,
+        second_hash=second.content_hash,
+        found_by="tests",
+    )
+    session = SESSIONS[transport]
+
+    async def scenario() -> dict[str, Any]:
+        async with session(live_server.url, key) as client:
+            return {
+                "changes": await client.call_tool(
+                    "report_changes", {"ref": "a1b2c3d", "paths": ["src/cache/client.py"]}
+                ),
+                "conflicts": await client.call_tool("list_conflicts", {}),
+                "conflict": await client.call_tool("get_conflict", {"conflict_id": pair.pk}),
+                "resolved": await client.call_tool(
+                    "resolve_conflict",
+                    {"conflict_id": pair.pk, "action": "dismiss", "reason": "Two services."},
+                ),
+                "history": await client.call_tool("memory_history", {"memory_id": cached.pk}),
+            }
+
+    seen = run(scenario)
+
+    for name, result in seen.items():
+        assert not result.is_error, (name, result.content)
+        assert isinstance(result.structured_content, dict), name
+    assert seen["changes"].structured_content["memoryIds"] == [cached.pk]
+    assert Memory.objects.get(pk=cached.pk).stale_at is not None
+    assert [p["id"] for p in seen["conflicts"].structured_content["conflicts"]] == [pair.pk]
+    assert f"pair {pair.pk}: conflict between #{first.pk} and #{second.pk}" in (
+        seen["conflicts"].content[0].text
+    )
+    both = seen["conflict"].content[0].text
+    assert "Deploy on Tuesdays only." in both and "Deploy on Fridays only." in both
+    assert MemoryPair.objects.get(pk=pair.pk).status == "dismissed"
+    assert seen["resolved"].structured_content["status"] == "dismissed"
+    actions = [e["action"] for e in seen["history"].structured_content["events"]]
+    assert "stale" in actions  # the changed file flagged it, and its history says so
+
+
+@pytest.mark.parametrize("transport", SESSIONS)
+def test_tools_refuse_arguments_they_do_not_understand(transport, live_server, alpha):
+    """An argument guessed from the REST API's names is an error that names the right one,
+    never silently dropped; a bad value says what to fix, not a library's internals."""
+    project, key = alpha
+    MemoryFactory(project=project, content="Views validate input.", tags=["src/api/**"])
+    session = SESSIONS[transport]
+
+    async def scenario() -> dict[str, Any]:
+        async with session(live_server.url, key) as client:
+            return {
+                "names": await client.call_tool(
+                    "recall",
+                    {"intent": "validate", "writeScope": ["src/api/views.py"], "tokenBudget": 100},
+                ),
+                "typo": await client.call_tool("get_memory", {"memory": 1}),
+                "zero": await client.call_tool("recall", {"intent": "validate", "budget": 0}),
+                "kind": await client.call_tool(
+                    "remember", {"type": "rule", "content": "Always lint."}
+                ),
+                "missing": await client.call_tool("flag_memory", {"memory_id": 1}),
+            }
+
+    seen = run(scenario)
+
+    for result in seen.values():
+        assert result.is_error
+        text = result.content[0].text
+        for internal in ("validation error", "pydantic", "Arguments", "errors.pydantic.dev"):
+            assert internal not in text, text
+    names = seen["names"].content[0].text
+    assert "unknown argument `tokenBudget`; did you mean `budget`?" in names
+    assert "unknown argument `writeScope`; did you mean `write_scope`?" in names
+    assert "Accepted arguments: intent, write_scope, entities, budget, run_id." in names
+    assert "unknown argument `memory`; did you mean `memory_id`?" in seen["typo"].content[0].text
+    assert "`budget` must be at least 1 (got 0)" in seen["zero"].content[0].text
+    assert "`type` must be one of 'pattern', 'warning', 'learning' or 'context'" in (
+        seen["kind"].content[0].text
+    )
+    assert "`reason` is required" in seen["missing"].content[0].text
+    assert Memory.objects.filter(content="Always lint.").count() == 0
 
 
 @pytest.mark.parametrize("transport", SESSIONS)

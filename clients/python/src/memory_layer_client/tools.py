@@ -9,18 +9,33 @@ error (what to fix), never a stack trace.
 Each result is text a model can read plus the API's JSON as structured content.
 """
 
+import difflib
+import inspect
+import re
 import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
+from typing_extensions import TypedDict
 
 from memory_layer_client import errors
 from memory_layer_client.client import AsyncMemoryLayerClient, next_cursor
-from memory_layer_client.types import Memory
+from memory_layer_client.types import (
+    Changes,
+    Conflict,
+    Context,
+    CreatedMemory,
+    Event,
+    Memory,
+    OutcomeResult,
+    Run,
+)
 
 ClientFor = Callable[[], AsyncMemoryLayerClient]
 # Told of every call: the tool's name, its seconds, and "ok" or "error".
@@ -36,6 +51,115 @@ confidence and those that misled lose it. `remember` what the next agent should 
 waits for review). If a memory is wrong or out of date, `flag_memory` it with the reason."""
 
 MemoryTypeName = Literal["pattern", "warning", "learning", "context"]
+
+# The key under which StrictArguments hands a tool what is wrong with its arguments.
+INVALID = "__invalid__"
+# The REST API's names of a tool's arguments (in snake case), where they differ.
+REST_NAMES = {
+    "token_budget": "budget",
+    "tokens": "budget",
+    "q": "query",
+    "id": "memory_id",
+    "memory": "memory_id",
+    "memory_ids": "used_memory_ids",
+    "conflict": "conflict_id",
+    "pair_id": "conflict_id",
+    "files": "paths",
+    "commit": "ref",
+}
+
+
+# What each tool answers as structured content (its output schema): the API's JSON.
+class Recalled(Context):
+    ids: list[int]
+    runId: int | None
+
+
+class MemoriesFound(TypedDict):
+    memories: list[Memory]
+    nextCursor: str | None
+
+
+class ConflictsFound(TypedDict):
+    conflicts: list[Conflict]
+    nextCursor: str | None
+
+
+class History(TypedDict):
+    events: list[Event]
+    nextCursor: str | None
+
+
+class StrictArguments(FuncMetadata):
+    """A tool's arguments checked as the REST API checks a body: an argument the tool does
+    not know is an error that names the accepted ones and the nearest match (an agent that
+    guessed ``writeScope`` learns to say ``write_scope``, instead of being silently
+    unscoped), and a value error says what to fix in the API's words."""
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        accepted = [field.alias or name for name, field in self.arg_model.model_fields.items()]
+        unknown = sorted(set(arguments_to_validate) - set(accepted))
+        if unknown:
+            told = "; ".join(_unknown(name, accepted) for name in unknown)
+            return {INVALID: f"{told}. Accepted arguments: {', '.join(accepted)}."}
+        try:
+            return super().validate_arguments(arguments_to_validate)
+        except ValidationError as error:
+            return {INVALID: "; ".join(_explained(problem) for problem in error.errors()) + "."}
+
+
+def strict(tool: Tool, output: Any) -> Tool:
+    """``tool`` with strict arguments (its input schema forbids unknown properties) and its
+    structured content declared by ``output`` and checked against it."""
+    metadata = StrictArguments(arg_model=tool.fn_metadata.arg_model, output_model=output)
+    parameters = {**tool.parameters, "additionalProperties": False}
+    return tool.model_copy(update={"fn_metadata": metadata, "parameters": parameters})
+
+
+def _unknown(name: str, accepted: list[str]) -> str:
+    snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower().replace("-", "_")
+    guess = snake if snake in accepted else REST_NAMES.get(snake)
+    if guess not in accepted:
+        close = difflib.get_close_matches(snake, accepted, n=1, cutoff=0.6)
+        guess = close[0] if close else None
+    told = f"unknown argument `{name}`"
+    return f"{told}; did you mean `{guess}`?" if guess else told
+
+
+# A value error by its kind, in the words the REST API uses.
+_SAYS = {
+    "missing": "is required",
+    "greater_than_equal": "must be at least {ge}",
+    "greater_than": "must be more than {gt}",
+    "less_than_equal": "must be at most {le}",
+    "less_than": "must be less than {lt}",
+    "string_too_short": "must have at least {min_length} characters",
+    "string_too_long": "must have at most {max_length} characters",
+    "too_short": "must have at least {min_length} items",
+    "too_long": "must have at most {max_length} items",
+    "literal_error": "must be one of {expected}",
+    "int_parsing": "must be a whole number",
+    "int_type": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false",
+    "string_type": "must be text",
+    "list_type": "must be a list",
+}
+
+
+def _explained(problem: Any) -> str:
+    place = problem["loc"]
+    where = str(place[0]) + "".join(f"[{part}]" for part in place[1:]) if place else "arguments"
+    says = _SAYS.get(problem["type"])
+    if says is None:
+        says = str(problem["msg"]).replace("Input should be", "must be")
+        says = says[0].lower() + says[1:] if says else "is not valid"
+    else:
+        says = says.format(**problem.get("ctx", {}))
+    if problem["type"] == "missing":
+        return f"`{where}` {says}"
+    return f"`{where}` {says} (got {problem.get('input')!r})"
 
 
 def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
@@ -57,22 +181,30 @@ def _line(memory: Memory) -> str:
     return f"#{memory['id']} [{memory['type']}] ({'; '.join(flags)}){tags}\n  {memory['content']}"
 
 
+def _pair_line(pair: Conflict) -> str:
+    memories = " and ".join(f"#{i}" for i in pair["memoryIds"])
+    decided = f", {pair['resolution']}" if pair.get("resolution") else ""
+    return f"pair {pair['id']}: {pair['kind']} between {memories} ({pair['status']}{decided})"
+
+
 def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> MCPServer:
     """The MCP server of the tools below; ``client_for()`` gives the client of the current
     request (the caller's key and project)."""
-    server: MCPServer = MCPServer(
-        "memory-layer",
-        title="Memory Layer",
-        instructions=INSTRUCTIONS,
-        version="0.1.0",
-    )
+    tools: list[Tool] = []
 
-    def tool(name: str, *, read_only: bool, idempotent: bool = False) -> Callable[[Any], Any]:
+    def tool(
+        name: str, *, read_only: bool, output: Any, idempotent: bool = False
+    ) -> Callable[[Any], Any]:
+        """Register ``fn`` as tool ``name``: strict arguments (see StrictArguments), the
+        answer's structured content declared by ``output`` (a TypedDict) and checked."""
+
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             async def run(**arguments: Any) -> CallToolResult:
                 started = time.perf_counter()
                 outcome = "error"
                 try:
+                    if INVALID in arguments:
+                        raise ToolError(arguments[INVALID])
                     result: CallToolResult = await fn(client_for(), **arguments)
                     outcome = "ok"
                     return result
@@ -84,10 +216,10 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
 
             run.__signature__ = _without_client(fn)  # type: ignore[attr-defined]
             run.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != "client"}
-            server.add_tool(
+            made = Tool.from_function(
                 run,
                 name=name,
-                description=fn.__doc__,
+                description=inspect.cleandoc(fn.__doc__ or ""),
                 annotations=ToolAnnotations(
                     read_only_hint=read_only,
                     destructive_hint=False,
@@ -95,11 +227,12 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
                 ),
                 structured_output=False,
             )
+            tools.append(strict(made, output))
             return fn
 
         return register
 
-    @tool("recall", read_only=True)
+    @tool("recall", read_only=True, output=Recalled)
     async def recall(
         client: AsyncMemoryLayerClient,
         intent: Annotated[
@@ -149,7 +282,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         }
         return _result("\n".join(lines), structured)
 
-    @tool("remember", read_only=False)
+    @tool("remember", read_only=False, output=CreatedMemory)
     async def remember(
         client: AsyncMemoryLayerClient,
         type: Annotated[
@@ -198,7 +331,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
             )
         return _result("\n".join(lines), dict(created))
 
-    @tool("start_run", read_only=False, idempotent=True)
+    @tool("start_run", read_only=False, idempotent=True, output=Run)
     async def start_run(
         client: AsyncMemoryLayerClient,
         external_id: Annotated[
@@ -219,7 +352,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         )
         return _result(text, dict(run))
 
-    @tool("report_outcome", read_only=False, idempotent=True)
+    @tool("report_outcome", read_only=False, idempotent=True, output=OutcomeResult)
     async def report_outcome(
         client: AsyncMemoryLayerClient,
         run_id: Annotated[int, Field(description="The run from start_run.")],
@@ -248,7 +381,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
             text = f"Run #{run_id} {outcome}. It was given no memory whose confidence moves."
         return _result(text, dict(result))
 
-    @tool("search_memories", read_only=True)
+    @tool("search_memories", read_only=True, output=MemoriesFound)
     async def search_memories(
         client: AsyncMemoryLayerClient,
         query: Annotated[
@@ -288,7 +421,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
             lines.append(f"More: call again with cursor={cursor_next!r}.")
         return _result("\n".join(lines), {"memories": found, "nextCursor": cursor_next})
 
-    @tool("get_memory", read_only=True)
+    @tool("get_memory", read_only=True, output=Memory)
     async def get_memory(
         client: AsyncMemoryLayerClient,
         memory_id: Annotated[int, Field(ge=1, description="The memory's id, e.g. 42 for #42.")],
@@ -306,7 +439,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
                 ) from None
         return _result(_line(memory), dict(memory))
 
-    @tool("flag_memory", read_only=False, idempotent=True)
+    @tool("flag_memory", read_only=False, idempotent=True, output=Memory)
     async def flag_memory(
         client: AsyncMemoryLayerClient,
         memory_id: Annotated[int, Field(ge=1, description="The memory that looks wrong.")],
@@ -326,7 +459,138 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         text = f"Flagged #{memory['id']} for re-review: {reason}"
         return _result(text, dict(memory))
 
-    return server
+    @tool("report_changes", read_only=False, idempotent=True, output=Changes)
+    async def report_changes(
+        client: AsyncMemoryLayerClient,
+        ref: Annotated[
+            str,
+            Field(min_length=1, max_length=200, description="The commit or merge, e.g. 'a1b2c3d'."),
+        ],
+        paths: Annotated[
+            list[str],
+            Field(
+                min_length=1,
+                max_length=500,
+                description="The files it changed, e.g. ['src/api/views.py'] (up to 500).",
+            ),
+        ],
+    ) -> CallToolResult:
+        """Say which files a commit changed: the memories about them are flagged for
+        re-review, since what they say may no longer hold. Reporting the same ref again
+        flags nothing twice."""
+        changes = await client.report_changes(ref, paths)
+        ids = ", ".join(f"#{i}" for i in changes["memoryIds"])
+        text = (
+            f"{changes['marked']} memories about those files flagged for re-review: {ids}."
+            if changes["marked"]
+            else "No memory about those files needed re-review."
+        )
+        return _result(text, dict(changes))
+
+    @tool("list_conflicts", read_only=True, output=ConflictsFound)
+    async def list_conflicts(
+        client: AsyncMemoryLayerClient,
+        kind: Annotated[
+            Literal["conflict", "repeat"] | None,
+            Field(description="Only contradictions (conflict) or restatements (repeat)."),
+        ] = None,
+        status: Annotated[
+            Literal["open", "resolved", "dismissed"] | None,
+            Field(description="Only pairs in this state (default: open)."),
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="Most pairs to list.")] = 20,
+        cursor: Annotated[
+            str | None, Field(description="From a previous answer's nextCursor: the next page.")
+        ] = None,
+    ) -> CallToolResult:
+        """Pairs of this project's memories found to contradict or repeat each other,
+        waiting for a decision (get_conflict shows both sides; resolve_conflict decides)."""
+        page = await client.list_conflicts(kind=kind, status=status, limit=limit, cursor=cursor)
+        found = page["conflicts"]
+        cursor_next = next_cursor(page["next"])
+        lines = [_pair_line(pair) for pair in found] or ["No pair matched."]
+        if cursor_next:
+            lines.append(f"More: call again with cursor={cursor_next!r}.")
+        return _result("\n".join(lines), {"conflicts": found, "nextCursor": cursor_next})
+
+    @tool("get_conflict", read_only=True, output=Conflict)
+    async def get_conflict(
+        client: AsyncMemoryLayerClient,
+        conflict_id: Annotated[int, Field(ge=1, description="The pair's id (list_conflicts).")],
+    ) -> CallToolResult:
+        """One pair of memories that contradict or repeat each other, with both memories in
+        full, so you can judge them side by side."""
+        pair = await client.get_conflict(conflict_id)
+        lines = [_pair_line(pair)]
+        for memory_id in pair["memoryIds"]:
+            try:
+                lines.append(_line(await client.get_memory(memory_id)))
+            except errors.NotFound:
+                lines.append(f"#{memory_id}: not readable with this key (a global memory?)")
+        return _result("\n".join(lines), dict(pair))
+
+    @tool("resolve_conflict", read_only=False, output=Conflict)
+    async def resolve_conflict(
+        client: AsyncMemoryLayerClient,
+        conflict_id: Annotated[int, Field(ge=1, description="The pair's id (list_conflicts).")],
+        action: Annotated[
+            Literal["keep", "merge", "dismiss", "reject"],
+            Field(
+                description="keep memory_id (the other is superseded by it), merge (one new"
+                " memory says both; content optional), dismiss (no conflict: keep both),"
+                " reject memory_id (reviewers only)."
+            ),
+        ],
+        memory_id: Annotated[
+            int | None, Field(ge=1, description="For keep and reject: which memory.")
+        ] = None,
+        content: Annotated[
+            str | None, Field(min_length=1, description="For merge: the merged statement.")
+        ] = None,
+        reason: Annotated[
+            str, Field(max_length=500, description="Why, for the memories' history.")
+        ] = "",
+    ) -> CallToolResult:
+        """Decide a pair as a reviewer would on the review page. With an agent's key this
+        works only where no approved or global memory changes; otherwise the answer says a
+        reviewer must decide."""
+        options: dict[str, Any] = {"memoryId": memory_id, "reason": reason}
+        if content is not None:
+            options["content"] = content
+        pair = await client.resolve_conflict(conflict_id, action, **options)
+        return _result(f"Decided: {_pair_line(pair)}", dict(pair))
+
+    @tool("memory_history", read_only=True, output=History)
+    async def memory_history(
+        client: AsyncMemoryLayerClient,
+        memory_id: Annotated[int, Field(ge=1, description="The memory's id, e.g. 42 for #42.")],
+        limit: Annotated[int, Field(ge=1, le=100, description="Most changes to list.")] = 20,
+        cursor: Annotated[
+            str | None, Field(description="From a previous answer's nextCursor: the next page.")
+        ] = None,
+    ) -> CallToolResult:
+        """What happened to a memory, newest first: created, edited, approved, flagged,
+        superseded, confidence moved by runs, each with who and why."""
+        page = await client.memory_history(memory_id, limit=limit, cursor=cursor)
+        events = page["events"]
+        cursor_next = next_cursor(page["next"])
+        lines = [
+            f"{event['createdAt']} {event['action']} by {event['actor'].get('label', '?')}"
+            + (f": {event['reason']}" if event["reason"] else "")
+            + (f" (run {event['runId']})" if event["runId"] else "")
+            for event in events
+        ] or [f"No history for #{memory_id}."]
+        if cursor_next:
+            lines.append(f"More: call again with cursor={cursor_next!r}.")
+        return _result("\n".join(lines), {"events": events, "nextCursor": cursor_next})
+
+    return MCPServer(
+        "memory-layer",
+        title="Memory Layer",
+        instructions=INSTRUCTIONS,
+        version="0.1.0",
+        tools=tools,
+    )
 
 
 def _without_client(fn: Callable[..., Any]) -> Any:
