@@ -17,6 +17,7 @@ from api.access import project_or_404, require_reviewer
 from api.auth import actor_for
 from api.common import PROJECT_PARAM, WRITE_ERRORS, errors
 from api.fields import (
+    StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
     StrictFloatField,
@@ -103,6 +104,12 @@ class ContextIn(StrictInput):
     runId = StrictIntegerField(required=False, allow_null=True)
     format = StrictChoiceField(choices=FORMATS, required=False, default="section")
     encoding = StrictChoiceField(choices=SUPPORTED_ENCODINGS, required=False, default="o200k_base")
+    ids = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Name each memory's id in its line (`- [warning #42] ...`), counted in the"
+        " budget: for an agent that will flag a memory or report it used.",
+    )
     role = StrictCharField(max_length=20_000, required=False, allow_blank=True)
     task = StrictCharField(max_length=20_000, required=False, allow_blank=True)
     workspace = StrictCharField(max_length=20_000, required=False, allow_blank=True)
@@ -250,6 +257,7 @@ class ContextView(APIView):
             format=data["format"],
             encoding=data["encoding"],
             prompt={part: data[part] for part in PROMPT_PARTS if data.get(part)},
+            ids=data["ids"],
         )
         result = context_assemble(
             project=target,

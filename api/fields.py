@@ -109,6 +109,17 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """true or false, as JSON says them (never "yes", 1 or "false")."""
+
+    default_error_messages = {"invalid": "Must be true or false."}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
 class StrictDateTimeField(serializers.DateTimeField):
     default_error_messages = {
         "invalid": "Must be an ISO 8601 date-time with a time zone, e.g. 2030-01-31T12:00:00Z.",

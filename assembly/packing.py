@@ -141,14 +141,14 @@ def micro_text(content: str) -> str:
     return content if len(words) <= MICRO_WORDS else " ".join(words[:MICRO_WORDS]) + " …"
 
 
-def _line(scored: Scored, detail: str) -> str:
+def _line(scored: Scored, detail: str, ids: bool = False) -> str:
     candidate = scored.candidate
     text = {
         "macro": candidate.summary or candidate.content,
         "micro": micro_text(candidate.content),
         "atomic": candidate.content,
     }[detail]
-    return memory_line(candidate.type, text)
+    return memory_line(candidate.type, text, candidate.id if ids else None)
 
 
 def pack(
@@ -161,6 +161,7 @@ def pack(
     shares: Mapping[str, Share] | None = None,
     render: Callable[[str], str] = lambda section: section,
     similar: float | None = None,
+    ids: bool = False,
 ) -> Packed:
     """Choose memories in rank order so that ``render(section)`` fits ``budget`` tokens.
 
@@ -168,7 +169,8 @@ def pack(
     applies to what it returns. Each source is first filled within its share of
     the pool; what a source leaves unused flows to the others in rank order. With
     ``similar`` (a threshold, assembly.diversity), a memory that repeats a better-ranked
-    one is not given (reason ``similar``).
+    one is not given (reason ``similar``). With ``ids``, each line names its memory's id
+    (counted in the budget like the rest of the line).
     """
     shares = dict(shares or DEFAULT_SHARES)
     base = "macro" if lod == "adaptive" else lod
@@ -181,7 +183,7 @@ def pack(
     # The same line twice, or nearly the same, would spend tokens on a repeat: only the
     # best-ranked one stays. Candidates are looked at in rank order only as far as the
     # packing needs them (a full page of ``limit`` memories looks no further).
-    options = _Options(ranked, lambda s: _line(s, base), cost, similar)
+    options = _Options(ranked, lambda s: _line(s, base, ids), cost, similar)
     demand: dict[str, int] = {}
     for s, _ in options.first(limit):
         source = s.candidate.source
@@ -214,7 +216,7 @@ def pack(
             chosen = taken.get(s.candidate.id)
             if chosen is None:
                 continue
-            full = _line(s, "atomic")
+            full = _line(s, "atomic", ids)
             extra = cost(full) - chosen.tokens
             if extra <= left:
                 taken[s.candidate.id] = Chosen(s, "atomic", full, chosen.tokens + extra)

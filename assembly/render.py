@@ -20,9 +20,11 @@ PROMPT_SECTIONS: tuple[tuple[str, str], ...] = (
 PROMPT_PARTS = tuple(key for key, _ in PROMPT_SECTIONS if key != "memories")
 
 
-def memory_line(memory_type: str, text: str) -> str:
-    """One memory as one line: ``- [type] content`` (white space folded, so a line stays one)."""
-    return f"- [{memory_type}] {' '.join(text.split())}"
+def memory_line(memory_type: str, text: str, memory_id: int | None = None) -> str:
+    """One memory as one line: ``- [type] content`` (white space folded, so a line stays one),
+    or ``- [type #id] content`` with its id, for an agent that will name it back."""
+    label = memory_type if memory_id is None else f"{memory_type} #{memory_id}"
+    return f"- [{label}] {' '.join(text.split())}"
 
 
 def render_section(lines: Sequence[str]) -> str:

@@ -51,6 +51,7 @@ class ContextRequest:
     encoding: str = "o200k_base"
     prompt: Mapping[str, str] = field(default_factory=dict)
     shares: Mapping[str, Share] | None = None
+    ids: bool = False
 
     def recorded(self) -> dict[str, Any]:
         """What a run keeps of the request that gave it memories (its parts that decide the
@@ -67,6 +68,7 @@ class ContextRequest:
             "encoding": self.encoding,
             "format": self.format,
             "prompt": dict(self.prompt),
+            "ids": self.ids,
         }
 
     @classmethod
@@ -358,6 +360,7 @@ def _assemble(
         encoding=request.encoding,
         shares=_shares(project, request),
         similar=policy.similar_threshold,
+        ids=request.ids,
         **({"render": render} if render else {}),
     )
     warnings = []

@@ -126,6 +126,23 @@ def test_context_endpoint(project, make_memory, make_run):
     assert out["metadata"]["cacheHit"] is False
 
 
+def test_lines_name_their_memories_ids_when_asked_and_count_them(project, make_memory):
+    agent = client_with_key(project)
+    memory = make_memory(project=project, tags=["src/core/**"], content="Run the full suite.")
+    body = {"writeScope": ["src/core/db.py"], "tokenBudget": 200, "lod": "atomic"}
+    plain = agent.post(url(project, "context"), body, format="json").json()
+    named = agent.post(url(project, "context"), {**body, "ids": True}, format="json").json()
+    assert plain["text"] == "## Memories\n- [pattern] Run the full suite."
+    assert named["text"] == f"## Memories\n- [pattern #{memory.pk}] Run the full suite."
+    assert named["metadata"]["totalTokens"] == count_tokens(named["text"], "o200k_base")
+    assert named["metadata"]["totalTokens"] > plain["metadata"]["totalTokens"]
+    assert named["metadata"]["promptHash"] != plain["metadata"]["promptHash"]
+    # A budget that fits the plain line but not the line with its id gives nothing.
+    tight = plain["metadata"]["totalTokens"]
+    assert agent.post(url(project, "context"), {**body, "tokenBudget": tight, "ids": True},
+                      format="json").json()["items"] == []  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [
@@ -138,6 +155,8 @@ def test_context_endpoint(project, make_memory, make_run):
         ({"shares": {"run": {"fixed": 10, "auto": 1}}}, "shares.run.nonFieldErrors"),
         ({"runId": 999999}, "runId"),
         ({"extra": 1}, "extra"),
+        ({"ids": "yes"}, "ids"),
+        ({"ids": 1}, "ids"),
     ],
 )
 def test_context_input_errors(project, change, field):

@@ -43,22 +43,32 @@ candidates = st.lists(
     lod=st.sampled_from(LODS),
     encoding=st.sampled_from(SUPPORTED_ENCODINGS),
     parts=st.none() | st.dictionaries(st.sampled_from(PROMPT_PARTS), texts, max_size=4),
+    ids=st.booleans(),
 )
-def test_the_rendered_text_never_exceeds_the_budget(memories, budget, limit, lod, encoding, parts):
+def test_the_rendered_text_never_exceeds_the_budget(
+    memories, budget, limit, lod, encoding, parts, ids
+):
+    """With ``ids`` too: a line that names its memory's id counts the id in the budget."""
     render = (lambda section: section) if parts is None else partial(render_prompt, parts)
     packed = pack(
         rank(memories, Weights()), budget=budget, limit=limit, lod=lod, encoding=encoding,
-        render=render,
+        render=render, ids=ids,
     )  # fmt: skip
     assert count_tokens(packed.text, encoding) == packed.total_tokens <= budget
     assert len(packed.chosen) <= limit
     assert len(packed.chosen) + len(packed.dropped) == len(memories)
     assert len({c.line for c in packed.chosen}) == len(packed.chosen)  # no line twice
-    if packed.chosen:
-        assert all(f"[{c.scored.candidate.type}]" in packed.text for c in packed.chosen)
+    for c in packed.chosen:
+        label = (
+            f"{c.scored.candidate.type} #{c.scored.candidate.id}"
+            if ids
+            else c.scored.candidate.type
+        )
+        assert c.line.startswith(f"- [{label}] ")
+        assert c.line in packed.text
     again = pack(
         rank(list(reversed(memories)), Weights()), budget=budget, limit=limit, lod=lod,
-        encoding=encoding, render=render,
+        encoding=encoding, render=render, ids=ids,
     )  # fmt: skip
     assert again.text == packed.text  # deterministic, whatever order the rows came in
 

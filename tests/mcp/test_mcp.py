@@ -139,7 +139,8 @@ def test_every_tool_works_and_writes_what_it_says(transport, live_server, alpha)
         assert "\n " not in (tool.description or ""), tool.name  # no docstring indentation
         assert tool.input_schema["type"] == "object"
         assert tool.input_schema["additionalProperties"] is False, tool.name
-        assert tool.output_schema and tool.output_schema["type"] == "object", tool.name
+        assert tool.output_schema, tool.name
+        assert tool.output_schema["type"] == "object", tool.name
         for name, schema in tool.input_schema["properties"].items():
             assert schema.get("description"), f"{tool.name}.{name} has no description"
     for name in ("started", "stored", "recall", "search", "get", "flag", "outcome"):
@@ -155,8 +156,8 @@ def test_every_tool_works_and_writes_what_it_says(transport, live_server, alpha)
     assert memory.source_run_id == seen["run_id"]
     recall = seen["recall"]
     assert recall.structured_content["ids"] == [memory.pk]
-    assert "- [warning] Never run migrations against the read replica." in recall.content[0].text
-    assert f"#{memory.pk}" in recall.content[0].text
+    line = f"- [warning #{memory.pk}] Never run migrations against the read replica."
+    assert line in recall.content[0].text  # the id to name back, on the memory's own line
     assert f"#{memory.pk}" in seen["search"].content[0].text
     assert seen["get"].structured_content["content"] == memory.content
     assert memory.stale_at is not None
@@ -223,7 +224,8 @@ def test_the_rest_of_the_api_has_tools(transport, live_server, alpha):
         seen["conflicts"].content[0].text
     )
     both = seen["conflict"].content[0].text
-    assert "Deploy on Tuesdays only." in both and "Deploy on Fridays only." in both
+    assert "Deploy on Tuesdays only." in both
+    assert "Deploy on Fridays only." in both
     assert MemoryPair.objects.get(pk=pair.pk).status == "dismissed"
     assert seen["resolved"].structured_content["status"] == "dismissed"
     actions = [e["action"] for e in seen["history"].structured_content["events"]]

@@ -257,15 +257,19 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
 
         Matches come first: memories about the paths in write_scope, then by relevance to
         the intent and entities, confidence and recency. The answer is a '## Memories'
-        section (one '- [type] content' line each) followed by their ids, in order."""
+        section, one '- [type #id] content' line each: name those ids to flag_memory,
+        get_memory, remember(supersedes=...) and report_outcome(used_memory_ids=...)."""
         context = await client.context(
-            budget, write_scope=write_scope, intent=intent, entities=entities, run_id=run_id
+            budget,
+            write_scope=write_scope,
+            intent=intent,
+            entities=entities,
+            run_id=run_id,
+            ids=True,
         )
         ids = [item["id"] for item in context["items"]]
         meta = context["metadata"]
         lines = [context["text"].rstrip() or "## Memories\n(none matched)"]
-        if ids:
-            lines.append("Memory ids, in the order above: " + ", ".join(f"#{i}" for i in ids))
         left_out = len(context["dropped"])
         lines.append(
             f"{meta.get('totalTokens', 0)} of {meta.get('budget', budget)} tokens;"
