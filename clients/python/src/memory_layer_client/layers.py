@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -417,7 +418,7 @@ class ProjectMemoryLayer(MemoryLayer):
         url: str | None = None,
         api_key: str | None = None,
         project: str | None = None,
-        external_id: str,
+        external_id: str | None = None,
         task_title: str = "",
         write_scope: Sequence[str] = (),
         default_tokens: int = 2000,
@@ -426,7 +427,9 @@ class ProjectMemoryLayer(MemoryLayer):
         super().__init__(id, **options)
         self._owns_client = client is None
         self.client = client or AsyncMemoryLayerClient(url, api_key, project=project)
-        self.external_id = external_id
+        # Without an id of the caller's, each layer is a run of its own (an agent loop run
+        # twice starts two runs); with one, starting again resumes that run.
+        self.external_id = external_id or f"run-{uuid.uuid4().hex}"
         self.task_title = task_title
         self.write_scope = list(write_scope)
         self.default_tokens = default_tokens
