@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 MemoryType = Literal["pattern", "warning", "learning", "context"]
 ReviewStatus = Literal["pending", "approved", "rejected"]
@@ -138,6 +138,8 @@ class OutcomeResult(TypedDict):
     run: Run
     recorded: bool
     memories: list[MovedMemory]
+    # Given memories flagged for re-review: a success left them as they were.
+    paused: NotRequired[list[int]]
 
 
 class ContextItem(TypedDict):
