@@ -266,8 +266,15 @@ def test_a_missing_or_revoked_key_is_refused_over_http(live_server, alpha):
         f"{live_server.url}/mcp", json={}, headers={"Authorization": f"Bearer {key}"}
     )
     assert refused.status_code == 401
-    assert refused.json()["error"]["message"] == "Unknown or revoked API key."
-    assert refused.headers["WWW-Authenticate"].startswith("Bearer")
+    assert refused.json()["error"]["message"] == (
+        "Unknown or revoked API key: send the project's API key as 'Authorization: Bearer"
+        " <key>' (a current key of the project, as made by manage.py create_api_key)."
+    )
+    assert refused.headers["WWW-Authenticate"] == 'ApiKey realm="memory-layer"'
+    missing = httpx.post(f"{live_server.url}/mcp", json={})
+    assert missing.json()["error"]["message"] == (
+        "No API key was sent: send the project's API key as 'Authorization: Bearer <key>'."
+    )
     with pytest.raises(Exception, match="unhandled errors"):  # the SDK's client gives up
         run(scenario)
 
