@@ -12,6 +12,7 @@ from memories import services
 from memories.actors import Actor
 from memories.models import ApiKey
 from memories.selectors import api_key_for_token
+from ops.errors import CHALLENGE, PASS_KEY
 
 
 class ApiKeyUser:
@@ -44,28 +45,40 @@ class ApiKeyUser:
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
+    """``Authorization: Bearer <key>``. A missing, malformed, unknown or revoked key is a 401
+    whose message says what to send; its challenge is not a Bearer one (``ops.errors``)."""
+
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[ApiKeyUser, ApiKey] | None:
         header = authentication.get_authorization_header(request).split()
-        if not header or header[0].lower() != self.keyword.lower().encode():
+        if not header:
             return None
-        if len(header) != 2:
+        if header[0].lower() != self.keyword.lower().encode():
+            # Never echoed: what came first may be the key itself.
             raise exceptions.AuthenticationFailed(
-                "Send the key as 'Authorization: Bearer <key>', with no spaces in the key."
+                f"The Authorization header holds no Bearer key: {PASS_KEY}."
             )
+        if len(header) != 2:
+            told = "No key after 'Bearer'" if len(header) == 1 else "The key has spaces in it"
+            raise exceptions.AuthenticationFailed(f"{told}: {PASS_KEY}.")
         try:
             token = header[1].decode()
         except UnicodeDecodeError:
-            raise exceptions.AuthenticationFailed("The API key is not valid text.") from None
+            raise exceptions.AuthenticationFailed(
+                f"The API key is not valid text: {PASS_KEY}."
+            ) from None
         api_key = api_key_for_token(token)
         if api_key is None:
-            raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
+            raise exceptions.AuthenticationFailed(
+                f"Unknown or revoked API key: {PASS_KEY} (a current key of the project,"
+                " as made by manage.py create_api_key)."
+            )
         services.api_key_touch(api_key=api_key)
         return ApiKeyUser(api_key), api_key
 
     def authenticate_header(self, request: Request) -> str:
-        return f'{self.keyword} realm="api"'
+        return CHALLENGE
 
 
 def actor_for(request: Request) -> Actor:

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from memories.services import Conflict
-from ops.errors import error_body
+from ops.errors import PASS_KEY, error_body
 
 _CODES = {
     exceptions.ValidationError: "invalid",
@@ -91,6 +91,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, exceptions.ValidationError):
         fields = _flatten(exc.detail)
         response.data = error_body(code, _validation_message(fields), fields)
+    elif isinstance(exc, exceptions.NotAuthenticated):
+        response.data = error_body(code, f"No API key was sent: {PASS_KEY}.")
     else:
         response.data = error_body(code, str(getattr(exc, "detail", None) or exc))
     return response

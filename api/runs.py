@@ -104,5 +104,6 @@ class RunOutcome(APIView):
                     {"id": m.pk, "confidence": m.confidence, "active": m.active}
                     for m in result.changes.changed
                 ],
+                "paused": result.paused_ids,
             }
         )

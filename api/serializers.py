@@ -492,6 +492,12 @@ class OutcomeOut(serializers.Serializer):
         help_text="false when this outcome had already been recorded: nothing changed."
     )
     memories = MovedMemoryOut(many=True, help_text="The memories whose confidence moved.")
+    paused = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Ids of given memories flagged for re-review (by an agent or a code change): "
+        "they gain nothing from a success until a reviewer approves them (a failure still "
+        "lowers them).",
+    )
 
 
 # --- projects -------------------------------------------------------------------------------

@@ -22,7 +22,13 @@ from django.views.decorators.http import require_GET
 from psycopg import errors as pg_errors
 
 from ops import metrics
-from ops.errors import answers_in_json, body_too_large, error_body
+from ops.errors import (
+    OAUTH_METADATA,
+    answers_in_json,
+    body_too_large,
+    error_body,
+    no_oauth_message,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -171,7 +177,9 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """handler404: the error shape under /api/ and /mcp, Django's own page elsewhere."""
     if answers_in_json(request.path):
         message = (
-            f"Nothing at {request.path}: the API is under /api/ (see /api/docs/), MCP at /mcp."
+            no_oauth_message()
+            if request.path.startswith(OAUTH_METADATA)
+            else f"Nothing at {request.path}: the API is under /api/ (see /api/docs/), MCP at /mcp."
         )
         return JsonResponse(error_body("not_found", message), status=404)
     return defaults.page_not_found(request, exception)

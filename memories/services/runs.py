@@ -8,7 +8,7 @@ memories FOR KEY SHARE at commit, in memory-id order, which no writer of memorie
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -123,6 +123,8 @@ class OutcomeResult:
     run: Run
     recorded: bool
     changes: ChangeResult
+    # Given memories flagged for re-review that a success left as they were (paused).
+    paused_ids: list[int] = field(default_factory=list)
 
 
 MAX_USED_MEMORIES = 1000
@@ -175,9 +177,11 @@ def run_record_outcome(
 ) -> OutcomeResult:
     """Move the confidence of every memory the run was given: +0.1 on success, -0.1 on failure.
 
-    Clamped to [0, 1]; a memory below the project's deactivation threshold (0.2)
-    becomes inactive. Recording the same outcome again changes nothing; a
-    different outcome for a finished run is a Conflict.
+    A memory flagged for re-review (by an agent or a code change: ``stale_at`` set) is paused:
+    it gains nothing from a success until a reviewer approves it (a failure still lowers it);
+    the result names it in ``paused_ids``. Clamped to [0, 1]; a memory below the project's
+    deactivation threshold (0.2) becomes inactive. Recording the same outcome again changes
+    nothing; a different outcome for a finished run is a Conflict.
 
     ``used_memory_ids``: the memories the agent used (of its project, or global), kept
     with the run and on what it was given for the fit of the ranking (assembly.learning);
@@ -241,8 +245,12 @@ def _record_outcome(
             _note_used(locked, used)
         delta = OUTCOME_STEP if outcome == RunStatus.SUCCEEDED else -OUTCOME_STEP
         threshold = locked.project.policy.deactivate_below
+        paused: list[int] = []
 
         def compute(memory: Memory) -> dict[str, Any]:
+            if delta > 0 and memory.stale_at is not None:
+                paused.append(memory.pk)  # flagged: a reviewer decides before it gains again
+                return {}
             confidence = clamp_confidence(memory.confidence + delta)
             values: dict[str, Any] = {"confidence": confidence}
             if confidence < threshold:
@@ -258,4 +266,4 @@ def _record_outcome(
             run=locked,
             now=now,
         )
-    return OutcomeResult(run=locked, recorded=True, changes=changes)
+    return OutcomeResult(run=locked, recorded=True, changes=changes, paused_ids=paused)

@@ -156,8 +156,35 @@ def test_missing_or_bad_keys_get_401(project, header):
         client.credentials(HTTP_AUTHORIZATION=header)
     response = client.get(url(project, "memories"))
     assert response.status_code == 401
-    assert response["WWW-Authenticate"].startswith("Bearer")
-    assert response.json()["error"]["code"] == "unauthenticated"
+    # Not a Bearer challenge: MCP clients read one as "go and get an OAuth token".
+    assert response["WWW-Authenticate"] == 'ApiKey realm="memory-layer"'
+    error = response.json()["error"]
+    assert error["code"] == "unauthenticated"
+    # What to fix, never the key sent, and no word an MCP client takes for an OAuth cue.
+    assert "send the project's API key as 'Authorization: Bearer <key>'" in error["message"]
+    assert "nope" not in error["message"]
+    assert "abc" not in error["message"]
+    assert "401" not in response.content.decode()
+    assert "Unauthorized" not in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/openid-configuration",
+    ],
+)
+def test_oauth_metadata_is_absent_and_says_to_send_a_key(client, path):
+    # RFC 9728 and RFC 8414: a 404 tells an OAuth client this server has no metadata.
+    response = client.get(path)
+    assert response.status_code == 404
+    assert response.json()["error"]["message"] == (
+        "This server does not use OAuth: send the project's API key as"
+        " 'Authorization: Bearer <key>'."
+    )
 
 
 def test_a_revoked_key_stops_working(project):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from memories import services
+from memories.actors import Actor
 from memories.models import Memory, Run
+from policies.staleness import memories_mark_changed
 from tests.api.conftest import url
 
 pytestmark = pytest.mark.django_db
@@ -163,3 +165,54 @@ def test_used_memories_may_follow_in_a_repeat_of_the_outcome_once(agent, project
     bad = agent.post(outcome, {"outcome": "failed", "usedMemoryIds": ["x"]}, format="json")
     assert bad.status_code == 400
     assert list(bad.json()["error"]["fields"]) == ["usedMemoryIds[0]"]
+
+
+def _finish(agent, project, external_id, given, outcome):
+    run_id = agent.post(url(project, "runs"), {"externalId": external_id}, format="json").json()[
+        "id"
+    ]
+    services.run_give_memories(
+        run=Run.objects.get(pk=run_id), ranked=[(memory.pk, 0.5) for memory in given]
+    )
+    response = agent.post(
+        url(project, "runs", run_id, "outcome"), {"outcome": outcome}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+@pytest.mark.parametrize("flagged_by", ["an agent", "a code change"])
+def test_a_flagged_memory_gains_nothing_from_success_until_a_reviewer_approves_it(
+    agent, reviewer_client, project, make_memory, flagged_by
+):
+    flagged = make_memory(project=project, tags=["src/db.py"])
+    plain = make_memory(project=project, tags=["docs/"])
+    if flagged_by == "an agent":
+        path = url(project, "memories", flagged.pk, "flag")
+        assert agent.post(path, {"reason": "The port moved."}, format="json").status_code == 200
+    else:
+        memories_mark_changed(
+            project=project, paths=["src/db.py"], ref="abc123", actor=Actor.system("test")
+        )
+    before = Memory.objects.get(pk=flagged.pk).confidence
+
+    body = _finish(agent, project, "won", [flagged, plain], "succeeded")
+
+    # Paused: listed as such, and left where it was; the other memory gains as usual.
+    assert Memory.objects.get(pk=flagged.pk).confidence == before
+    assert [m["id"] for m in body["memories"]] == [plain.pk]
+    assert body["paused"] == [flagged.pk]
+    # It still loses from a failure.
+    lost = _finish(agent, project, "lost", [flagged], "failed")
+    assert lost["memories"] == [
+        {"id": flagged.pk, "confidence": pytest.approx(before - 0.1), "active": True}
+    ]
+    assert lost["paused"] == []
+
+    # A reviewer's approval ends the pause.
+    approved = reviewer_client.patch(url(project, "memories", flagged.pk, "approve"))
+    assert approved.status_code == 200, approved.content
+    _finish(agent, project, "lost again", [flagged], "failed")
+    gained = _finish(agent, project, "won again", [flagged], "succeeded")
+    assert gained["paused"] == []
+    assert gained["memories"] == [{"id": flagged.pk, "confidence": 1.0, "active": True}]

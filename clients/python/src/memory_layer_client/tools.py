@@ -370,8 +370,9 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         ] = None,
     ) -> CallToolResult:
         """Report how a run went: the memories it was given gain confidence when it
-        succeeded and lose it when it failed. Name the memories you actually used, so that
-        recall ranks such memories first next time. Reporting twice changes nothing."""
+        succeeded (except those flagged for re-review) and lose it when it failed. Name the
+        memories you actually used, so that recall ranks such memories first next time.
+        Reporting twice changes nothing."""
         result = await client.report_outcome(run_id, outcome, used_memory_ids=used_memory_ids)
         if not result["recorded"]:
             text = f"Run #{run_id} already had its outcome: nothing changed."
@@ -383,6 +384,9 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
             text = f"Run #{run_id} {outcome}. Confidence moved: {moved}."
         else:
             text = f"Run #{run_id} {outcome}. It was given no memory whose confidence moves."
+        if paused := result.get("paused"):
+            ids = ", ".join(f"#{memory_id}" for memory_id in paused)
+            text += f" Unchanged, flagged for re-review until a reviewer approves: {ids}."
         return _result(text, dict(result))
 
     @tool("search_memories", read_only=True, output=MemoriesFound)

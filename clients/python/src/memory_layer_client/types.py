@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -140,6 +140,8 @@ class OutcomeResult(TypedDict):
     run: Run
     recorded: bool
     memories: list[MovedMemory]
+    # Given memories flagged for re-review: a success left them as they were.
+    paused: NotRequired[list[int]]
 
 
 class ContextItem(TypedDict):
