@@ -1,10 +1,22 @@
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from mcp_http import transport
 from memories import services
 from tests.factories import ProjectFactory
+from tests.support import require
+
+SDK = "@modelcontextprotocol/sdk"
+SDK_MAJOR = "1"
+NPM_INSTALL = ["--no-save", "--no-audit", "--no-fund"]  # nothing written outside var/node
+NODE_DIR = Path(__file__).resolve().parents[2] / "var" / "node"
 
 
 @pytest.fixture(autouse=True)
@@ -26,3 +38,34 @@ def alpha():
     project = ProjectFactory(slug="alpha")
     _, key = services.api_key_create(project=project, name="agent")
     return project, key
+
+
+def _installed_major() -> str | None:
+    manifest = NODE_DIR / "node_modules" / SDK / "package.json"
+    if not manifest.exists():
+        return None
+    return str(json.loads(manifest.read_text())["version"]).split(".")[0]
+
+
+@pytest.fixture(scope="session")
+def typescript_sdk() -> tuple[str, Path]:
+    """The official TypeScript MCP SDK, installed once with npm into var/node (git-ignored):
+    node, and the folder a script must sit in for its imports to resolve. Without node and
+    npm the test is skipped, unless CI is set: CI must run it."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    missing = "node and npm are needed to test the MCP server with the TypeScript SDK"
+    require(bool(node and npm), missing, strict=bool(os.environ.get("CI")))
+    assert node
+    assert npm
+    if _installed_major() != SDK_MAJOR:
+        NODE_DIR.mkdir(parents=True, exist_ok=True)
+        installed = subprocess.run(
+            [npm, "install", *NPM_INSTALL, "--prefix", str(NODE_DIR), f"{SDK}@^{SDK_MAJOR}"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert installed.returncode == 0, f"npm install failed:\n{installed.stderr}"
+        assert _installed_major() == SDK_MAJOR
+    return node, NODE_DIR

@@ -5,7 +5,6 @@ metadata (no request to /.well-known/oauth-*)."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -39,29 +38,20 @@ console.log(JSON.stringify({ error, requested }));
 """
 
 
-@pytest.fixture(scope="module")
-def typescript_sdk(tmp_path_factory) -> Path:
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are needed to run the TypeScript SDK's client")
-    folder = tmp_path_factory.mktemp("typescript-sdk")
-    installed = subprocess.run(
-        ["npm", "install", "--no-save", "--prefix", str(folder), "@modelcontextprotocol/sdk"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if installed.returncode != 0:
-        pytest.skip(f"npm could not install @modelcontextprotocol/sdk: {installed.stderr[-500:]}")
-    (folder / "wrong_key.mjs").write_text(SCRIPT)
-    return folder
+@pytest.fixture
+def wrong_key_script(typescript_sdk) -> tuple[str, Path]:
+    node, folder = typescript_sdk
+    script = folder / "wrong_key.mjs"
+    script.write_text(SCRIPT)
+    return node, script
 
 
 def test_the_typescript_client_reports_our_401_and_starts_no_oauth_discovery(
-    typescript_sdk, live_server
+    wrong_key_script, live_server
 ):
+    node, script = wrong_key_script
     done = subprocess.run(
-        ["node", str(typescript_sdk / "wrong_key.mjs"), f"{live_server.url}/mcp", "ml_no_such"],
+        [node, str(script), f"{live_server.url}/mcp", "ml_no_such"],
         capture_output=True,
         text=True,
         timeout=60,
