@@ -122,8 +122,7 @@ def test_the_typescript_sdk_calls_every_tool(transport, typescript_client, live_
     # Flagged before the run succeeded: paused, it waits for a reviewer instead of gaining.
     assert outcome["paused"] == [memory.pk]
     assert memory.confidence == 0.5
-    for moved in outcome["memories"]:
-        assert moved["confidence"] == Memory.objects.get(pk=moved["id"]).confidence
+    assert memory.pk not in [moved["id"] for moved in outcome["memories"]]
 
     assert calls["report_changes"]["structuredContent"]["memoryIds"] == [cached.pk]
     assert Memory.objects.get(pk=cached.pk).stale_at is not None
