@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -10,9 +11,23 @@ from rest_framework.request import Request
 
 from memories import services
 from memories.actors import Actor
+from memories.keys import secret_matches, split_token
 from memories.models import ApiKey
 from memories.selectors import api_key_for_token
 from ops.errors import CHALLENGE, PASS_KEY
+
+# The WSGI environ entry of a request the service makes to itself (mcp_http.transport: an
+# MCP tool calling the API) with a key it has just authenticated: a ``Vouched`` holding
+# that key. A WSGI server puts only CGI variables and ``HTTP_*`` headers, all strings, in
+# the environ, so no request from outside can carry one.
+VOUCHED = "memory_layer.vouched_key"
+
+
+@dataclass(frozen=True)
+class Vouched:
+    """The key of the request that makes this one in process (see VOUCHED)."""
+
+    api_key: ApiKey
 
 
 class ApiKeyUser:
@@ -68,6 +83,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 f"The API key is not valid text: {PASS_KEY}."
             ) from None
+        vouched = _vouched(request, token)
+        if vouched is not None:  # authenticated (and its use recorded) by the outer request
+            return ApiKeyUser(vouched), vouched
         api_key = api_key_for_token(token)
         if api_key is None:
             raise exceptions.AuthenticationFailed(
@@ -79,6 +97,18 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return CHALLENGE
+
+
+def _vouched(request: Request, token: str) -> ApiKey | None:
+    """The key an in-process caller vouches for, if the request's own token is that key."""
+    vouched = request._request.META.get(VOUCHED)
+    if not isinstance(vouched, Vouched):
+        return None
+    parts = split_token(token)
+    api_key = vouched.api_key
+    if parts is None or parts[0] != api_key.prefix:
+        return None
+    return api_key if secret_matches(parts[1], api_key.secret_hash) else None
 
 
 def actor_for(request: Request) -> Actor:

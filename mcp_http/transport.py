@@ -1,8 +1,12 @@
 """The API, called in process: an httpx transport that hands each request to Django.
 
 The MCP tools are REST calls (memory_layer_client.tools), so on the server they call the
-service itself, through the whole stack an agent's request goes through (authentication
-with the caller's key, throttles, validation, idempotency) but with no socket.
+service itself, through the whole stack an agent's request goes through (the caller's key,
+throttles, validation, idempotency) but with no socket. The key is not looked up a second
+time: the ``/mcp`` request authenticated it, and vouches for it in the WSGI environ
+(api.auth.VOUCHED, which no request from outside can set); the API still checks that the
+call's token is that key. Each call is throttled and holds a concurrency slot as any API
+request does (the ``/mcp`` request itself takes neither), so a tool call counts once.
 
 The calls run on one long-lived thread of the process (with its own persistent database
 connection), not on the ``/mcp`` request's: there they would run under two request stacks
@@ -22,10 +26,14 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
+from typing import Any
 
 import httpx2 as httpx
 from django.core.handlers.wsgi import WSGIHandler
 from django.db import connections
+
+from api.auth import VOUCHED, Vouched
+from memories.models import ApiKey
 
 # Threads answering the tools' API calls: gunicorn's sync workers answer one request at a
 # time; runserver's threads may ask together.
@@ -60,17 +68,22 @@ def _close_connections(barrier: threading.Barrier) -> None:
 
 
 def _call(
-    request: httpx.Request, remote_addr: str
+    request: httpx.Request, remote_addr: str, vouched: Vouched
 ) -> tuple[int, list[tuple[str, str]], bytes, Callable[[], None]]:
-    transport = httpx.WSGITransport(app=_django(), remote_addr=remote_addr)
+    def app(environ: dict[str, Any], start_response: Any) -> Any:
+        environ[VOUCHED] = vouched
+        return _django()(environ, start_response)
+
+    transport = httpx.WSGITransport(app=app, remote_addr=remote_addr)
     response = transport.handle_request(request)
     content = response.read()
     return response.status_code, response.headers.multi_items(), content, response.close
 
 
 class InProcessTransport(httpx.AsyncBaseTransport):
-    def __init__(self, remote_addr: str) -> None:
+    def __init__(self, remote_addr: str, api_key: ApiKey) -> None:
         self.remote_addr = remote_addr
+        self.vouched = Vouched(api_key)
         # The API responses to close once the /mcp answer is sent, in order.
         self.after: list[Callable[[], None]] = []
 
@@ -80,7 +93,7 @@ class InProcessTransport(httpx.AsyncBaseTransport):
             request.method, request.url, headers=request.headers, content=body
         )
         status, headers, content, close = await asyncio.get_running_loop().run_in_executor(
-            _threads(), functools.partial(_call, sync_request, self.remote_addr)
+            _threads(), functools.partial(_call, sync_request, self.remote_addr, self.vouched)
         )
         self.after.append(close)
         return httpx.Response(status, headers=headers, content=content)

@@ -5,18 +5,20 @@ answering JSON: each POST is one exchange, so any web worker (gunicorn's, or run
 answers any request and no session lives in a process. The request is authenticated here
 as the API authenticates it (``Authorization: Bearer <key>``; a missing, unknown or revoked
 key is a 401 before the protocol is spoken), then handed to the SDK as an ASGI request on
-an event loop of asgiref's (Django's own bridge). Each tool calls the API in process with
+an event loop of the request's own thread, kept for the thread's next requests (asgiref's
+bridge would start a thread and a loop for each). Each tool calls the API in process with
 the same key (``mcp_http.transport``): another project's memories do not exist for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+import asyncio
+import threading
+from collections.abc import Coroutine, MutableMapping
 from contextvars import ContextVar
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
-from asgiref.sync import async_to_sync
 from django.http import HttpResponse
 from mcp.server import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -53,6 +55,19 @@ _client: ContextVar[AsyncMemoryLayerClient] = ContextVar("mcp_client")
 @cache
 def server() -> MCPServer:
     return build_server(_client.get, observe=metrics.observe)
+
+
+T = TypeVar("T")
+_loops = threading.local()
+
+
+def _run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to its end on this thread's event loop. A sync view runs on a
+    thread with no loop running (gunicorn's, runserver's, or asgiref's under ASGI)."""
+    loop: asyncio.AbstractEventLoop | None = getattr(_loops, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _loops.loop = asyncio.new_event_loop()
+    return loop.run_until_complete(coroutine)
 
 
 def _scope(request: Request) -> dict[str, Any]:
@@ -133,7 +148,7 @@ class McpEndpoint(APIView):
         assert api_key is not None  # IsAuthenticated with key authentication only
         raw = request._request
         request_id = getattr(raw, "request_id", requestid.NONE)
-        transport = InProcessTransport(raw.META.get("REMOTE_ADDR", "127.0.0.1"))
+        transport = InProcessTransport(raw.META.get("REMOTE_ADDR", "127.0.0.1"), api_key)
         client = AsyncMemoryLayerClient(
             f"{raw.scheme}://{raw.get_host()}",
             raw.headers["Authorization"].split(None, 1)[1],
@@ -143,7 +158,7 @@ class McpEndpoint(APIView):
             transport=transport,
         )
         try:
-            status, headers, body = async_to_sync(_exchange)(_scope(request), raw.body, client)
+            status, headers, body = _run(_exchange(_scope(request), raw.body, client))
         except BaseException:
             for close in transport.after:  # the API calls made so far end now
                 close()
