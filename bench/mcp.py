@@ -1,7 +1,7 @@
 """What a recall through MCP costs over the same /context call, against gunicorn.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/memory_bench \\
-        .venv/bin/python bench/recall_mcp.py --size 10000 --requests 300 --rounds 3
+        .venv/bin/python bench/mcp.py --size 10000 --requests 300 --rounds 3
 
 Seeds ``bench-<size>`` (bench/seed.py) if it is not there, starts gunicorn with one worker
 (the production configuration) and plays one agent on loopback, one request at a time,
@@ -30,7 +30,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# Run as a script, this file's folder comes first on the path, and this file would be
+# imported as the SDK's package ``mcp``: the project's root takes its place.
+sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 from bench import context as bench_context  # noqa: E402
 from bench.seed import areas  # noqa: E402
 
@@ -59,6 +61,7 @@ def tasks(size: int, count: int, repeat: bool) -> list[dict]:
     for _ in range(count):
         body = json.loads(bench_context.request_body(rng, names, repeat))
         body.pop("responseReserve")
+        body["ids"] = True  # as the tool asks: each line names its memory's id
         bodies.append(body)
     return bodies
 
