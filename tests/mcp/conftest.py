@@ -10,7 +10,8 @@ import pytest
 
 from mcp_http import transport
 from memories import services
-from tests.factories import ProjectFactory
+from memories.models import MemoryPair
+from tests.factories import MemoryFactory, ProjectFactory
 from tests.support import require
 
 SDK = "@modelcontextprotocol/sdk"
@@ -38,6 +39,31 @@ def alpha():
     project = ProjectFactory(slug="alpha")
     _, key = services.api_key_create(project=project, name="agent")
     return project, key
+
+
+@pytest.fixture
+def rest_of_the_api(alpha):
+    """In alpha: a memory about src/cache/ (for changed files), and an open conflict pair of
+    two memories (first the lower id): ``(cached, pair, first, second)``."""
+    project, _ = alpha
+    cached = MemoryFactory(
+        project=project, content="Cache reads go through Redis.", tags=["src/cache/**"]
+    )
+    tuesday = MemoryFactory(project=project, content="Deploy on Tuesdays only.", tags=["deploy"])
+    friday = MemoryFactory(project=project, content="Deploy on Fridays only.", tags=["deploy"])
+    first, second = sorted([tuesday, friday], key=lambda m: m.pk)
+    pair = MemoryPair.objects.create(
+        project=project,
+        first_id=first.pk,
+        second_id=second.pk,
+        kind="conflict",
+        similarity=0.9,
+        evidence={},
+        first_hash=first.content_hash,
+        second_hash=second.content_hash,
+        found_by="tests",
+    )
+    return cached, pair, first, second
 
 
 def _installed_major() -> str | None:

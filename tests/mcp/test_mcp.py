@@ -179,27 +179,11 @@ def test_every_tool_works_and_writes_what_it_says(transport, live_server, alpha)
 
 
 @pytest.mark.parametrize("transport", SESSIONS)
-def test_the_rest_of_the_api_has_tools(transport, live_server, alpha):
+def test_the_rest_of_the_api_has_tools(transport, live_server, alpha, rest_of_the_api):
     """Changed files, conflicts and a memory's history: what the REST API can do, an agent
     can do through MCP, with the same key and roles."""
-    project, key = alpha
-    cached = MemoryFactory(
-        project=project, content="Cache reads go through Redis.", tags=["src/cache/**"]
-    )
-    tuesday = MemoryFactory(project=project, content="Deploy on Tuesdays only.", tags=["deploy"])
-    friday = MemoryFactory(project=project, content="Deploy on Fridays only.", tags=["deploy"])
-    first, second = sorted([tuesday, friday], key=lambda m: m.pk)
-    pair = MemoryPair.objects.create(
-        project=project,
-        first_id=first.pk,
-        second_id=second.pk,
-        kind="conflict",
-        similarity=0.9,
-        evidence={},
-        first_hash=first.content_hash,
-        second_hash=second.content_hash,
-        found_by="tests",
-    )
+    _, key = alpha
+    cached, pair, first, second = rest_of_the_api
     session = SESSIONS[transport]
 
     async def scenario() -> dict[str, Any]:

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 
 from memories.models import Memory, MemoryEvent, MemoryPair, Run
-from tests.factories import MemoryFactory
 from tests.mcp.test_mcp import MEMORY_LAYER_MCP, TOOLS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -53,25 +52,11 @@ def typescript_client(typescript_sdk: tuple[str, Path]) -> Callable[..., dict[st
 
 
 @pytest.mark.parametrize("transport", ["http", "stdio"])
-def test_the_typescript_sdk_calls_every_tool(transport, typescript_client, live_server, alpha):
+def test_the_typescript_sdk_calls_every_tool(
+    transport, typescript_client, live_server, alpha, rest_of_the_api
+):
     project, key = alpha
-    cached = MemoryFactory(
-        project=project, content="Cache reads go through Redis.", tags=["src/cache/**"]
-    )
-    tuesday = MemoryFactory(project=project, content="Deploy on Tuesdays only.", tags=["deploy"])
-    friday = MemoryFactory(project=project, content="Deploy on Fridays only.", tags=["deploy"])
-    first, second = sorted([tuesday, friday], key=lambda m: m.pk)
-    pair = MemoryPair.objects.create(
-        project=project,
-        first_id=first.pk,
-        second_id=second.pk,
-        kind="conflict",
-        similarity=0.9,
-        evidence={},
-        first_hash=first.content_hash,
-        second_hash=second.content_hash,
-        found_by="tests",
-    )
+    cached, pair, _, _ = rest_of_the_api
     assert MEMORY_LAYER_MCP, "memory-layer-mcp is not installed (make install)"
 
     seen = typescript_client(

@@ -181,6 +181,22 @@ def _line(memory: Memory) -> str:
     return f"#{memory['id']} [{memory['type']}] ({'; '.join(flags)}){tags}\n  {memory['content']}"
 
 
+def _page(page: Any, key: str, line: Callable[[Any], str], none: str) -> CallToolResult:
+    """A page of a list: a line each (or ``none``) and how to ask for the next page."""
+    found = page[key]
+    cursor_next = next_cursor(page["next"])
+    lines = [line(item) for item in found] or [none]
+    if cursor_next:
+        lines.append(f"More: call again with cursor={cursor_next!r}.")
+    return _result("\n".join(lines), {key: found, "nextCursor": cursor_next})
+
+
+def _event_line(event: Event) -> str:
+    line = f"{event['createdAt']} {event['action']} by {event['actor'].get('label', '?')}"
+    line += f": {event['reason']}" if event["reason"] else ""
+    return line + (f" (run {event['runId']})" if event["runId"] else "")
+
+
 def _pair_line(pair: Conflict) -> str:
     memories = " and ".join(f"#{i}" for i in pair["memoryIds"])
     decided = f", {pair['resolution']}" if pair.get("resolution") else ""
@@ -422,12 +438,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
             limit=limit,
             cursor=cursor,
         )
-        found = page["memories"]
-        cursor_next = next_cursor(page["next"])
-        lines = [_line(m) for m in found] or ["No memory matched."]
-        if cursor_next:
-            lines.append(f"More: call again with cursor={cursor_next!r}.")
-        return _result("\n".join(lines), {"memories": found, "nextCursor": cursor_next})
+        return _page(page, "memories", _line, "No memory matched.")
 
     @tool("get_memory", read_only=True, output=Memory)
     async def get_memory(
@@ -514,12 +525,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         """Pairs of this project's memories found to contradict or repeat each other,
         waiting for a decision (get_conflict shows both sides; resolve_conflict decides)."""
         page = await client.list_conflicts(kind=kind, status=status, limit=limit, cursor=cursor)
-        found = page["conflicts"]
-        cursor_next = next_cursor(page["next"])
-        lines = [_pair_line(pair) for pair in found] or ["No pair matched."]
-        if cursor_next:
-            lines.append(f"More: call again with cursor={cursor_next!r}.")
-        return _result("\n".join(lines), {"conflicts": found, "nextCursor": cursor_next})
+        return _page(page, "conflicts", _pair_line, "No pair matched.")
 
     @tool("get_conflict", read_only=True, output=Conflict)
     async def get_conflict(
@@ -580,17 +586,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         """What happened to a memory, newest first: created, edited, approved, flagged,
         superseded, confidence moved by runs, each with who and why."""
         page = await client.memory_history(memory_id, limit=limit, cursor=cursor)
-        events = page["events"]
-        cursor_next = next_cursor(page["next"])
-        lines = [
-            f"{event['createdAt']} {event['action']} by {event['actor'].get('label', '?')}"
-            + (f": {event['reason']}" if event["reason"] else "")
-            + (f" (run {event['runId']})" if event["runId"] else "")
-            for event in events
-        ] or [f"No history for #{memory_id}."]
-        if cursor_next:
-            lines.append(f"More: call again with cursor={cursor_next!r}.")
-        return _result("\n".join(lines), {"events": events, "nextCursor": cursor_next})
+        return _page(page, "events", _event_line, f"No history for #{memory_id}.")
 
     return MCPServer(
         "memory-layer",
