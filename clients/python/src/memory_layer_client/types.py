@@ -191,3 +191,24 @@ class Changes(TypedDict):
     ref: str
     marked: int
     memoryIds: list[int]
+
+
+# What each MCP tool answers as structured content (its output schema, memory_layer_client.tools).
+class Recalled(Context):
+    ids: list[int]
+    runId: int | None
+
+
+class MemoriesFound(TypedDict):
+    memories: list[Memory]
+    nextCursor: str | None
+
+
+class ConflictsFound(TypedDict):
+    conflicts: list[Conflict]
+    nextCursor: str | None
+
+
+class History(TypedDict):
+    events: list[Event]
+    nextCursor: str | None
