@@ -16,10 +16,7 @@ CHALLENGE = 'ApiKey realm="memory-layer"'
 # Where OAuth clients look for metadata (RFC 9728, RFC 8414, OpenID discovery): a 404 there
 # says "no OAuth here", and its message says what to do instead.
 OAUTH_METADATA = ("/.well-known/oauth-", "/.well-known/openid-configuration")
-
-
-def no_oauth_message() -> str:
-    return f"This server does not use OAuth: {PASS_KEY}."
+NO_OAUTH = f"This server does not use OAuth: {PASS_KEY}."
 
 
 def answers_in_json(path: str) -> bool:

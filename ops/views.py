@@ -22,13 +22,7 @@ from django.views.decorators.http import require_GET
 from psycopg import errors as pg_errors
 
 from ops import metrics
-from ops.errors import (
-    OAUTH_METADATA,
-    answers_in_json,
-    body_too_large,
-    error_body,
-    no_oauth_message,
-)
+from ops.errors import NO_OAUTH, OAUTH_METADATA, answers_in_json, body_too_large, error_body
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +171,7 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """handler404: the error shape under /api/ and /mcp, Django's own page elsewhere."""
     if answers_in_json(request.path):
         message = (
-            no_oauth_message()
+            NO_OAUTH
             if request.path.startswith(OAUTH_METADATA)
             else f"Nothing at {request.path}: the API is under /api/ (see /api/docs/), MCP at /mcp."
         )
