@@ -116,10 +116,12 @@ def seed_global(count: int = GLOBAL_COUNT) -> None:
     encoding = get_encoding("o200k_base")
     now = datetime.now(UTC)
     with connection.cursor() as cursor:
+        old = "SELECT id FROM project_memories WHERE project_id IS NULL AND %s = ANY(tags)"
+        # Their vectors first (seeding again after embedding them).
         cursor.execute(
-            "DELETE FROM project_memories WHERE project_id IS NULL AND %s = ANY(tags)",
-            [GLOBAL_TAG],
+            f"DELETE FROM memories_memoryembedding WHERE memory_id IN ({old})", [GLOBAL_TAG]
         )
+        cursor.execute(f"DELETE FROM project_memories WHERE id IN ({old})", [GLOBAL_TAG])
         with cursor.connection.cursor().copy(
             f"COPY project_memories ({COLUMNS}) FROM STDIN"
         ) as copy:
