@@ -9,7 +9,9 @@ never a scan:
   hold one of its rarest words (the match-key GIN index that assembly keeps anyway), at
   most CANDIDATES;
 * with pgvector, also its NEAREST neighbours by meaning (the HNSW index);
-* the memories it already has an open pair with (to see whether new words settled it).
+* the memories it has an open pair with whose words changed since (to see whether the new
+  words settled it); a pair whose words are the same is as found, and is neither read nor
+  written again.
 
 The COMPARED closest of them in meaning (the cosine of the embeddings) are read side by
 side (memories.contradictions), and the closest MAX_PAIRS flagged ones become open pairs
@@ -81,11 +83,13 @@ _OPEN = sql_literal(PairStatus.OPEN)
 # PROBE_WORDS rarest words (by the table's statistics, memories.statistics: a common word's
 # posting list is long, and one in more than COMMON_WORD_ROWS is never looked up), under
 # their owner and, for a project memory, the global owner (the match-key GIN index); and
-# the memories they have an open pair with. Each row
+# the memories they have an open pair with whose words changed since it was found (a pair
+# whose words are the same is as found: reading it again would only cost). Each row
 # is (anchor, memory, ...): a memory to compare is its own anchor.
 _FIND = f"""
 WITH me AS (
-    SELECT m.id, m.project_id, m.match_keys, coalesce(m.project_id::text, 'g') AS owner
+    SELECT m.id, m.project_id, m.match_keys, m.content_hash,
+        coalesce(m.project_id::text, 'g') AS owner
     FROM {MEMORIES} m WHERE m.id = ANY(%(ids)s::bigint[]) AND m.active
 ), probes AS (
     SELECT me.id, ARRAY(
@@ -107,9 +111,14 @@ WITH me AS (
         LIMIT {CANDIDATES}
     ) AS d
     UNION
-    SELECT me.id, CASE WHEN pr.first_id = me.id THEN pr.second_id ELSE pr.first_id END
-    FROM me JOIN {PAIRS_TABLE} pr ON (pr.first_id = me.id OR pr.second_id = me.id)
-        AND pr.status = {_OPEN}
+    SELECT me.id, pr.other FROM me CROSS JOIN LATERAL (
+        SELECT second_id AS other, first_hash AS mine, second_hash AS theirs
+        FROM {PAIRS_TABLE} WHERE first_id = me.id AND status = {_OPEN}
+        UNION ALL
+        SELECT first_id, second_hash, first_hash
+        FROM {PAIRS_TABLE} WHERE second_id = me.id AND status = {_OPEN}
+    ) AS pr JOIN {MEMORIES} o ON o.id = pr.other
+    WHERE (me.content_hash, o.content_hash) <> (pr.mine, pr.theirs)
     UNION
     SELECT me.id, me.id FROM me
 )
@@ -283,11 +292,17 @@ def find(memory_ids: Sequence[int], *, found_by: str) -> dict[int | None, int]:
     found = _found(sorted(set(memory_ids)), embedder.name if embedder else "")
     if not found.rows:
         return {}
-    compared = [row.id for row in found.rows]
-    known = list(MemoryPair.objects.filter(Q(first_id__in=compared) | Q(second_id__in=compared)))
+    compared, read = [row.id for row in found.rows], list(found.read)
+    # The pairs a verdict may touch: between a compared memory and one read with it.
+    known = list(
+        MemoryPair.objects.filter(
+            Q(first_id__in=compared, second_id__in=read)
+            | Q(second_id__in=compared, first_id__in=read)
+        )
+    )
     partners: dict[int, set[int]] = {}
     for pair in known:
-        if pair.status == PairStatus.OPEN:
+        if pair.status == PairStatus.OPEN and not _as_found(pair, found.read):
             for side in pair.memory_ids:
                 partners.setdefault(side, set()).add(pair.other(side))
     verdicts: dict[tuple[int, int], tuple[Row, Row, contradictions.Verdict]] = {}
@@ -315,6 +330,16 @@ def find(memory_ids: Sequence[int], *, found_by: str) -> dict[int | None, int]:
             first, second = (row, other) if row.id < other.id else (other, row)
             verdicts[(first.id, second.id)] = (first, second, verdict)
     return _keep(verdicts, known, found.read, found_by)
+
+
+def _as_found(pair: MemoryPair, read: dict[int, Row]) -> bool:
+    """Whether both memories of ``pair`` say what they said when it was found or decided."""
+    left, right = read.get(pair.first_id), read.get(pair.second_id)
+    return (
+        left is not None
+        and right is not None
+        and (pair.first_hash, pair.second_hash) == (left.content_hash, right.content_hash)
+    )
 
 
 def _keep(
@@ -356,13 +381,9 @@ def _keep(
                 )
             )
             continue
-        same_words = (pair.first_hash, pair.second_hash) == (
-            first.content_hash,
-            second.content_hash,
-        )
+        if _as_found(pair, read):
+            continue  # a decision holds while the words do, and an open pair is as found
         if pair.status != PairStatus.OPEN:
-            if same_words:
-                continue  # a decision holds while the words do
             values |= {
                 "status": PairStatus.OPEN,
                 "resolution": "",
@@ -387,10 +408,9 @@ def _keep(
         key = (pair.first_id, pair.second_id)
         if pair.status != PairStatus.OPEN or key in verdicts or "supersede" in pair.evidence:
             continue
-        left, right = read.get(pair.first_id), read.get(pair.second_id)
-        if left is None or right is None:
+        if pair.first_id not in read or pair.second_id not in read:
             continue  # one has left (archived): nothing to judge
-        if (pair.first_hash, pair.second_hash) == (left.content_hash, right.content_hash):
+        if _as_found(pair, read):
             continue  # the same words: still as found
         pair.status = PairStatus.RESOLVED
         pair.resolution = Resolution.CHANGED

@@ -125,6 +125,46 @@ def test_finding_pairs_is_the_same_few_statements_for_one_memory_or_many(
         assert MemoryPair.objects.filter(Q(first_id=memory.pk) | Q(second_id=memory.pk)).exists()
 
 
+
+def test_comparing_again_with_the_same_words_writes_nothing_and_reads_no_settled_partner(
+    project, make_memory
+):
+    """The beat job compares every memory again: a pair whose words have not changed is as
+    found, so it is neither rewritten nor read again (its partner is no candidate)."""
+    anchor = make_memory(project=project, content=TEN)
+    others = [make_memory(project=project, content=THIRTY.replace("30", str(n))) for n in
+              range(40, 52)]  # fmt: skip
+    found = MemoryPair.objects.filter(Q(first_id=anchor.pk) | Q(second_id=anchor.pk), status="open")
+    assert found.count() >= 3
+    stamps = dict(MemoryPair.objects.values_list("pk", "updated_at"))
+    with CaptureQueriesContext(connection) as queries:
+        pairs.find([anchor.pk, *(m.pk for m in others)], found_by="system:find_conflicts")
+    writes = [q for q in queries if str(q["sql"]).lstrip().upper().startswith("UPDATE")]
+    assert writes == []
+    after = dict(MemoryPair.objects.filter(pk__in=stamps).values_list("pk", "updated_at"))
+    assert after == stamps
+    # With new words on one side, its open pairs are read and judged again.
+    services.memory_update(memory=anchor, actor=Actor.system("tests"),
+                           content="Use Redis for the cache.")  # fmt: skip
+    assert not MemoryPair.objects.filter(
+        Q(first_id=anchor.pk) | Q(second_id=anchor.pk), status="open"
+    ).exists()
+
+
+
+def test_an_open_pairs_partner_is_read_again_only_once_words_changed(project, make_memory):
+    a = make_memory(project=project, content=TEN)
+    z = make_memory(project=project, content="Invoice PDFs are rendered by WeasyPrint.")
+    first, second = sorted([a, z], key=lambda m: m.pk)
+    pair = MemoryPair.objects.create(
+        project=project, first=first, second=second, kind="conflict",
+        first_hash=first.content_hash, second_hash=second.content_hash, found_by="test",
+    )  # fmt: skip
+    assert z.pk not in pairs._found([a.pk], "").candidates.get(a.pk, [])
+    MemoryPair.objects.filter(pk=pair.pk).update(second_hash="words judged before")
+    assert z.pk in pairs._found([a.pk], "").candidates[a.pk]
+
+
 # --- supersede -----------------------------------------------------------------------------------
 
 
