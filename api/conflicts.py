@@ -21,9 +21,10 @@ from api.access import (
 from api.auth import actor_for
 from api.common import MEMORY_PARAM, PROJECT_PARAM, WRITE_ERRORS, errors, valid
 from api.pagination import NamedCursorPagination
-from memories import services
-from memories.models import Memory, MemoryPair, PairKind, PairStatus, Project
-from memories.selectors import open_pairs
+from knowledge import decisions
+from knowledge.models import MemoryPair, PairKind, PairStatus
+from knowledge.queries import open_pairs
+from memories.models import Memory, Project
 
 CONFLICT_PARAM = OpenApiParameter("conflict_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 STATUSES = (*PairStatus.values, "any")
@@ -112,7 +113,7 @@ class ConflictResolve(APIView):
         data = valid(s.ResolveIn, request.data)
         if data["action"] in ("keep", "reject") and data["memoryId"] is None:
             raise ValidationError({"memoryId": [f"Name the memory to {data['action']}."]})
-        pair = services.pair_resolve(
+        pair = decisions.pair_resolve(
             pair_id=pair.pk,
             action=data["action"],
             actor=actor_for(request),
@@ -154,7 +155,7 @@ class MemorySupersede(APIView):
         )
         if by is None:
             raise ValidationError({"by": [f"No memory {data['by']} in this project."]})
-        result = services.memory_supersede(
+        result = decisions.memory_supersede(
             memory=memory, by=by, actor=actor_for(request), reason=data["reason"]
         )
         if result.waiting:
@@ -168,4 +169,4 @@ class MemorySupersede(APIView):
                 status=status.HTTP_202_ACCEPTED,
             )
         memory = project_memory_or_404(target, memory_id)
-        return Response(s.memory_out(memory, services.live_successors([memory.pk])))
+        return Response(s.memory_out(memory, decisions.live_successors([memory.pk])))

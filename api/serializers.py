@@ -23,15 +23,13 @@ from api.fields import (
     StrictIntegerField,
     tag_list,
 )
+from knowledge.models import MemoryPair, PairKind, PairStatus
 from memories.models import (
     EventAction,
     Memory,
     MemoryEvent,
-    MemoryPair,
     MemoryType,
     Outcome,
-    PairKind,
-    PairStatus,
     Project,
     ReviewStatus,
     Run,
@@ -114,7 +112,7 @@ class MemoryOut(serializers.Serializer):
 
 def memory_out(memory: Memory, live: Mapping[int, int] | None = None) -> dict[str, Any]:
     """A memory as the API shows it (needs ``approved_by`` selected with it); ``live`` maps
-    superseded memories to the live end of their chain (memories.services.live_successors)."""
+    superseded memories to the live end of their chain (memories.decisions.live_successors)."""
     successor = memory.superseded_by_id
     return {
         "id": memory.pk,

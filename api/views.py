@@ -48,10 +48,12 @@ from api.errors import ConflictError
 from api.filters import CamelOrderingFilter, MemoryFilter
 from api.idempotency import idempotent
 from api.pagination import EventPagination, MemoryPagination
+from knowledge import decisions
+from knowledge.models import MemoryPair
+from knowledge.queries import open_pairs
 from memories import selectors, services
 from memories.locks import retried_call
-from memories.models import Memory, MemoryPair, Project, Run, Scope, Source
-from memories.selectors import open_pairs
+from memories.models import Memory, Project, Run, Scope, Source
 
 
 def _memories(project: Project) -> QuerySet[Memory]:
@@ -67,7 +69,7 @@ def _memories_out(memories: list[Memory]) -> list[dict[str, Any]]:
     """Memories as the API shows them, superseded ones with the live end of their chain
     (one query, only when the page holds one)."""
     superseded = [m.pk for m in memories if m.superseded_by_id]
-    live = services.live_successors(superseded) if superseded else {}
+    live = decisions.live_successors(superseded) if superseded else {}
     return [s.memory_out(memory, live) for memory in memories]
 
 
@@ -159,7 +161,7 @@ class MemoryListCreate(generics.GenericAPIView):
         data: dict[str, Any],
         source_run: Run | None,
         optional: dict[str, Any],
-    ) -> tuple[Memory, services.Superseded]:
+    ) -> tuple[Memory, decisions.Superseded]:
         actor = actor_for(request)
         memory = services.memory_create(
             project=project,
@@ -174,9 +176,9 @@ class MemoryListCreate(generics.GenericAPIView):
             actor=actor,
             **optional,
         )
-        superseded = services.Superseded()
+        superseded = decisions.Superseded()
         if data["supersedes"]:
-            superseded = services.supersede_on_create(
+            superseded = decisions.supersede_on_create(
                 memory=memory, ids=data["supersedes"], actor=actor
             )
         return memory, superseded

@@ -38,8 +38,9 @@ from django.db import OperationalError, connection, transaction
 from assembly import bm25
 from assembly.bm25 import owner_stats, presence, task_terms
 from assembly.scope import scope_keys
+from knowledge.models import MemoryEmbedding
 from memories.matching import scope_lookup, scope_params, tag_match
-from memories.models import Memory, MemoryEmbedding, Scope
+from memories.models import Memory, Scope
 from memories.models.choices import sql_literal
 from memories.statements import server_cursor
 from memories.statistics import common_word_keys

@@ -56,7 +56,7 @@ class Candidate:
     recency: float  # 0..1
     scope: float = 0.0  # how well its tags fit the write scope, 0..1 (assembly.scope)
     entities: float = 0.0  # the share of the request's entities it mentions (assembly.entities)
-    semantic: float = 0.0  # cosine of its embedding with the task's, 0..1 (memories.embeddings)
+    semantic: float = 0.0  # cosine of its embedding with the task's, 0..1 (knowledge.embeddings)
     approved: bool = False  # a reviewer approved it (precedence in a conflict)
     path_text: float = 0.0  # BM25 of the write scope's words (memories.words); 0 without one
 

@@ -23,7 +23,7 @@ from assembly.packing import LODS, Packed, Weights, pack, rank, weights_in_force
 from assembly.render import PROMPT_PARTS, render_prompt
 from assembly.results import Context, ContextWarning, Coverage, Dropped, Item, Metadata
 from assembly.sources import SOURCES, SourceResult, fetch_all
-from memories import embeddings, selectors
+from knowledge import embeddings, queries
 from memories import services as memory_services
 from memories.actors import Actor
 from memories.models import MemoryPolicy, Project, Run
@@ -349,7 +349,7 @@ def _assemble(
         versions=versions,
     )
     ranked = rank([c for r in results for c in r.candidates], weights)
-    pairs = [OpenPair(*row) for row in selectors.open_pairs_among([s.candidate.id for s in ranked])]
+    pairs = [OpenPair(*row) for row in queries.open_pairs_among([s.candidate.id for s in ranked])]
     settled = settle(ranked, pairs, flag=policy.conflict_mode == "flag")
     render = partial(render_prompt, request.prompt) if request.format == "prompt" else None
     packed = pack(

@@ -29,7 +29,7 @@ from assembly.entities import entity_share
 from assembly.metrics import SOURCE_ERRORS, SOURCE_SECONDS
 from assembly.packing import Candidate, Weights, recency
 from assembly.scope import scope_grade
-from memories import embeddings
+from knowledge import embeddings
 from memories.models import Project, ReviewStatus, Run
 from memories.models.choices import sql_literal
 

@@ -6,7 +6,7 @@ Each line of the file is ``{"id", "project", "label", "a": {"type", "content", "
 "b": {...}, "note"}`` with ``label`` one of ``repeat``, ``conflict``, ``compatible``
 (related, both can be true) or ``unrelated``. Both contents are embedded by the configured
 model (``MEMORY_EMBEDDINGS``, by default the offline one) and compared by the store's own
-detection (memories.contradictions) with the default policy's thresholds, exactly as a
+detection (knowledge.contradictions) with the default policy's thresholds, exactly as a
 memory written through the service is compared with its candidates. The report gives, for
 "possible conflict" and for "repeat", precision (of the pairs flagged so, the share
 labelled so) and recall (of the pairs labelled so, the share flagged so), the confusion
@@ -46,7 +46,7 @@ def main() -> int:
     django.setup()
     import numpy as np
 
-    from memories import contradictions, embeddings
+    from knowledge import contradictions, embeddings
     from memories.models import MemoryPolicy
 
     similarity = MemoryPolicy._meta.get_field("pair_similarity").default

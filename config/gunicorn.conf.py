@@ -60,7 +60,7 @@ gc.disable()
 def when_ready(server: object) -> None:
     # The offline embedding model is loaded once here, before the workers fork: they share
     # it, and no request waits for it.
-    from memories import embeddings
+    from knowledge import embeddings
 
     embeddings.warm()
     # The MCP server (the SDK and its models) too: loaded here, it is frozen with the rest.

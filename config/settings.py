@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "memories",
+    "knowledge",
     "assembly",
     "policies",
     "ops",
@@ -315,8 +316,8 @@ SPECTACULAR_SETTINGS = {
         "ContextSourceEnum": "assembly.sources.SOURCES",
         "ScopeEnum": "memories.models.Scope",
         "WritableScopeEnum": [("project", "project"), ("run", "run")],
-        "PairKindEnum": "memories.models.PairKind",
-        "PairStatusEnum": "memories.models.PairStatus",
+        "PairKindEnum": "knowledge.models.PairKind",
+        "PairStatusEnum": "knowledge.models.PairStatus",
     },
 }
 
@@ -384,7 +385,7 @@ if MEMORY_COMPRESSOR == "llm" and not (MEMORY_COMPRESSOR_URL and MEMORY_COMPRESS
     raise ImproperlyConfigured(
         "MEMORY_COMPRESSOR=llm needs MEMORY_COMPRESSOR_URL and MEMORY_COMPRESSOR_MODEL."
     )
-# Embeddings of memories for semantic ranking (memories.embeddings): "local" (default: the
+# Embeddings of memories for semantic ranking (knowledge.embeddings): "local" (default: the
 # wordllama model shipped in its package, no network), "openai" (an OpenAI-compatible
 # /v1/embeddings endpoint: Ollama, vLLM, text-embeddings-inference, OpenAI) or "off".
 MEMORY_EMBEDDINGS = env_str("MEMORY_EMBEDDINGS", "local")

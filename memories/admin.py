@@ -23,7 +23,6 @@ from memories.models import (
     Membership,
     Memory,
     MemoryEvent,
-    MemoryPair,
     MemoryPolicy,
     MemoryType,
     Project,
@@ -86,7 +85,7 @@ class ByProjectRole(admin.ModelAdmin):
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
-def _require_role(request: HttpRequest, owners: Any, role: Role) -> None:
+def require_role(request: HttpRequest, owners: Any, role: Role) -> None:
     """A bulk action acts only where the person holds ``role`` for every selected row's
     project (None: global memories)."""
     for owner in set(owners):
@@ -204,7 +203,7 @@ def _bulk_action(
     def action(modeladmin: MemoryAdmin, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
         ids = list(queryset.values_list("id", flat=True))
         try:
-            _require_role(request, _memory_owners(queryset), Role.REVIEWER)
+            require_role(request, _memory_owners(queryset), Role.REVIEWER)
             result = apply(ids, Actor.for_user(request.user))
         except (PermissionDenied, ValidationError) as error:
             modeladmin.message_user(request, _error_text(error), messages.ERROR)
@@ -585,68 +584,10 @@ class ApiKeyAdmin(ByProjectRole):
     @admin.action(description="Revoke", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
         try:
-            _require_role(request, queryset.values_list("project_id", flat=True), Role.MAINTAINER)
+            require_role(request, queryset.values_list("project_id", flat=True), Role.MAINTAINER)
         except PermissionDenied as error:
             self.message_user(request, str(error), messages.ERROR)
             return
         for api_key in queryset:
             services.api_key_revoke(api_key=api_key)
         self.message_user(request, f"Revoked {queryset.count()} keys.", messages.SUCCESS)
-
-
-def _pair_action(description: str, action: str) -> Callable[..., None]:
-    """An admin action that decides the selected pairs (memories.services.pairs_resolve)."""
-
-    def decide(
-        modeladmin: MemoryPairAdmin, request: HttpRequest, queryset: QuerySet[MemoryPair]
-    ) -> None:
-        actor = Actor.for_user(request.user)
-        try:
-            _require_role(request, queryset.values_list("project_id", flat=True), Role.REVIEWER)
-        except PermissionDenied as error:
-            modeladmin.message_user(request, str(error), messages.ERROR)
-            return
-        done, failed = services.pairs_resolve(
-            pair_ids=list(queryset.values_list("id", flat=True)), action=action, actor=actor
-        )
-        modeladmin.message_user(request, f"{description}: {len(done)} decided.", messages.SUCCESS)
-        for pair_id, why in failed[:10]:
-            modeladmin.message_user(request, f"Pair {pair_id}: {why}", messages.WARNING)
-
-    decide.__name__ = action.replace("-", "_")
-    return admin.action(description=description)(decide)
-
-
-@admin.register(MemoryPair)
-class MemoryPairAdmin(ByProjectRole):
-    """Pairs found to repeat or possibly contradict each other; decided through actions (the
-    review pages show them side by side)."""
-
-    list_display = [
-        "id",
-        "kind",
-        "status",
-        "project",
-        "first",
-        "second",
-        "similarity",
-        "created_at",
-    ]
-    list_filter = ["kind", "status", "project"]
-    list_select_related = ["project", "first", "second"]
-    search_fields = ["first__content", "second__content"]
-    show_full_result_count = False
-    actions = [
-        _pair_action("Keep both (not a conflict)", "dismiss"),
-        _pair_action("Keep the newer, supersede the older", "keep-newer"),
-        _pair_action("Keep the older, supersede the newer", "keep-older"),
-    ]
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return [field.name for field in MemoryPair._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # found by the store, or proposed by a supersede
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False  # decided, never deleted: a dismissal has to stick

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memories import embeddings, hooks, pairs
+from memories import hooks
 from memories.actors import Actor
 from memories.models import EventAction, Memory, MemoryEvent, Run, Tier
 from memories.models.choices import sql_literal
@@ -107,22 +107,24 @@ def deleted(memory: Memory, *, actor: Actor, reason: str = "") -> MemoryEvent:
 
 
 def record(events: Sequence[MemoryEvent], *, of_existing: bool = True) -> None:
-    """Write history rows, embed the memories whose words are new, and announce their
-    memories' change once it commits: with each
-    memory's ``changes`` for changes of existing memories, by project only for memories
-    that are new or gone (``of_existing=False``)."""
+    """Write history rows, have what is read into memories read again where their words are
+    new (memories.hooks, in this transaction), and announce their memories' change once it
+    commits: with each memory's ``changes`` for changes of existing memories, by project
+    only for memories that are new or gone (``of_existing=False``)."""
     # A history row points at its memory with no constraint to check, so writing it locks no
     # memory (its run's key is checked FOR KEY SHARE, which no writer waits for: memories.locks).
     MemoryEvent.objects.bulk_create(events, batch_size=BATCH_SIZE)
     changes = {e.memory_id: e.changes for e in events} if of_existing else None
-    # New words mean a new embedding, and another look for repeats and contradictions, in
-    # the same transaction ...
+    # New words are read again (an embedding, another look for repeats and contradictions),
+    # and so is a memory that becomes active (an approved global one, one restored).
     worded = [e for e in events if e.action != EventAction.DELETED and "content" in e.changes]
-    embeddings.refresh([e.memory_id for e in worded])
-    # ... and so does a memory that becomes active (an approved global one, one restored).
-    compared = worded + [e for e in events if e.changes.get("active") == [False, True]]
-    if compared:
-        pairs.find([e.memory_id for e in compared], found_by=compared[0].actor_label)
+    activated = [e for e in events if e.changes.get("active") == [False, True]]
+    if worded or activated:
+        hooks.reread(
+            new_words=[e.memory_id for e in worded],
+            activated=[e.memory_id for e in activated],
+            actor_label=(worded or activated)[0].actor_label,
+        )
     written({e.project_id for e in events}, changes)
 
 

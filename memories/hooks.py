@@ -1,10 +1,15 @@
-"""The store's one announcement: "these memories changed", sent after the change commits.
+"""The store's announcements, to the layers above it, which subscribe here (in their
+``AppConfig.ready``); the store imports none of them.
 
-The store imports none of its consumers; they subscribe here instead (in their
-``AppConfig.ready``): the assembly cache drops what it holds for the projects named, the
-consolidation job queues the memories whose words changed for another comparison. A change
-rolled back is never announced. Receivers run in the committing process after the commit,
-each on its own: one that fails is logged and the others still run.
+* ``memories_written``, inside the writing transaction: the memories whose words are new
+  and those that became active, so that what is read into a memory (its embedding, its
+  repeats and conflicts: the knowledge layer) is read again and commits with it. A
+  receiver that fails fails the write, as the write itself would.
+* ``memories_changed``, after the change commits: the assembly cache drops what it holds
+  for the projects named, the consolidation job queues the memories whose words changed
+  for another comparison. A change rolled back is never announced. Receivers run in the
+  committing process after the commit, each on its own: one that fails is logged and the
+  others still run.
 """
 
 from __future__ import annotations
@@ -21,6 +26,26 @@ logger = logging.getLogger(__name__)
 
 # Sent with ``change``: a MemoriesChanged.
 memories_changed = Signal()
+# Sent with ``written``: a MemoriesWritten.
+memories_written = Signal()
+
+
+@dataclass(frozen=True)
+class MemoriesWritten:
+    """Memories to read again, in the writing transaction: those whose words are new (a new
+    embedding, and another comparison) and those that became active (another comparison),
+    and who wrote them (who found what the comparison finds)."""
+
+    new_words: tuple[int, ...]
+    activated: tuple[int, ...]
+    actor_label: str
+
+
+def reread(*, new_words: Iterable[int], activated: Iterable[int], actor_label: str) -> None:
+    """Have the memories named read again, now, in the current transaction."""
+    written = MemoriesWritten(tuple(new_words), tuple(activated), actor_label)
+    if written.new_words or written.activated:
+        memories_written.send(sender=MemoriesWritten, written=written)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from memories import embeddings, history
+from knowledge import embeddings
+from memories import history
 from memories.actors import Actor
 from memories.locks import lock_ids
 from memories.models import EventAction

@@ -1,5 +1,5 @@
 """Finding repeats and possible conflicts in the store as it is: the memories written before
-a comparison existed, and those whose neighbours changed since (memories.pairs compares each
+a comparison existed, and those whose neighbours changed since (knowledge.pairs compares each
 memory when it is written; this walk compares every active memory again, a batch at a time).
 """
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from memories import history, pairs
+from knowledge import pairs
+from memories import history
 from memories.models import Memory
 from policies.models import JobState
 from policies.runner import JobResult, start, task
@@ -17,7 +18,7 @@ JOB = "find_conflicts"
 
 def find_conflicts(*, batch_size: int = 200, seconds: float | None = None) -> JobResult:
     """Compare the active memories, a batch of ``batch_size`` at a time in id order from
-    where the last run stopped, with their candidates (memories.pairs: bounded index
+    where the last run stopped, with their candidates (knowledge.pairs: bounded index
     lookups), keeping the pairs found. A finished walk starts over at the next run."""
     result = start(JOB, seconds)
     after = JobState.objects.get_or_create(name=JOB)[0].cursor

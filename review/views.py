@@ -31,18 +31,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from assembly.services import ContextRequest, context_assemble
+from knowledge import decisions, queries
+from knowledge.models import MemoryPair
 from memories import roles, selectors, services
 from memories.actors import Actor
-from memories.models import (
-    Memory,
-    MemoryEvent,
-    MemoryPair,
-    Project,
-    ReviewStatus,
-    Role,
-    Run,
-    Scope,
-)
+from memories.models import Memory, MemoryEvent, Project, ReviewStatus, Role, Run, Scope
 from memories.text import is_whole_number
 from policies.models import JobState
 from review.forms import MemoryEditForm, MemoryListFilter, PreviewForm
@@ -634,10 +627,10 @@ def conflicts(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse
             seen |= Q(project__isnull=True)
         pairs = MemoryPair.objects.filter(seen)
     pairs = (
-        selectors.open_pairs(pairs) if wanted == "open" else pairs.filter(status=wanted)
+        queries.open_pairs(pairs) if wanted == "open" else pairs.filter(status=wanted)
     ).order_by("-created_at", "-id")
     page = _page(request, pairs)
-    memories = services.pair_memories(list(page.object_list))
+    memories = decisions.pair_memories(list(page.object_list))
     return render(
         request,
         _part(request, "review/conflicts.html", "results"),
@@ -667,8 +660,8 @@ def conflicts(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse
 def conflict_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     pair = get_object_or_404(MemoryPair.objects.select_related("project"), pk=pk)
     _may_see(request, pair.project_id)
-    sides = selectors.pair_sides(pair)
-    best = max((side.memory for side in sides), key=services.precedence, default=None)
+    sides = queries.pair_sides(pair)
+    best = max((side.memory for side in sides), key=decisions.precedence, default=None)
     return render(
         request,
         "review/conflict.html",
@@ -693,7 +686,7 @@ def conflict_action(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     memory_id = int(raw) if is_whole_number(raw) and len(raw) <= 18 else None
     back = _back(request, reverse("review:conflict", args=[pair.pk]))
     try:
-        decided = services.pair_resolve(
+        decided = decisions.pair_resolve(
             pair_id=pair.pk,
             action=action,
             actor=actor,
@@ -722,7 +715,7 @@ def conflict_bulk(request: HtmxHttpRequest) -> HttpResponse:
         return HttpResponseRedirect(back)
     chosen = MemoryPair.objects.filter(pk__in=ids).values_list("project_id", flat=True)
     actor = _reviewer(request, list(chosen))
-    done, failed = services.pairs_resolve(pair_ids=ids, action=action, actor=actor)
+    done, failed = decisions.pairs_resolve(pair_ids=ids, action=action, actor=actor)
     messages.success(request, f"Decided {len(done)} pair{'' if len(done) == 1 else 's'}.")
     for pair_id, why in failed[:5]:
         messages.warning(request, f"Pair {pair_id}: {why}")
@@ -748,7 +741,7 @@ def _problem(error: Exception) -> str:
 def _flag(memories: Iterable[Memory]) -> None:
     """Mark each memory of a page with its open pairs ("repeats #12"), in one query."""
     rows = list(memories)
-    flags = selectors.pair_flags([memory.pk for memory in rows])
+    flags = queries.pair_flags([memory.pk for memory in rows])
     for memory in rows:
         memory.flags = flags.get(memory.pk, [])  # type: ignore[attr-defined]
 

@@ -5,7 +5,13 @@ import django.core.validators
 import django.db.models.deletion
 from django.db import migrations, models
 
-import memories.models.embeddings
+
+class RealField(models.FloatField):
+    """A 4-byte float, as the model of this time declared it (the model has since moved to
+    the knowledge layer: knowledge.models.RealField)."""
+
+    def db_type(self, connection: object) -> str:
+        return "real"
 
 
 class Migration(migrations.Migration):
@@ -32,9 +38,7 @@ class Migration(migrations.Migration):
                 ("content_hash", models.CharField(max_length=64)),
                 (
                     "vector",
-                    django.contrib.postgres.fields.ArrayField(
-                        base_field=memories.models.embeddings.RealField(), size=None
-                    ),
+                    django.contrib.postgres.fields.ArrayField(base_field=RealField(), size=None),
                 ),
             ],
             options={
@@ -67,20 +71,3 @@ class Migration(migrations.Migration):
             ),
         ),
     ]
-
-
-def create_nearest_index(apps, schema_editor):
-    """Where PostgreSQL offers pgvector, the HNSW index of the configured model's vectors
-    (memories.embeddings); without it (or without the right to install it) nothing."""
-    from django.db import DatabaseError, transaction
-
-    from memories import embeddings
-
-    try:
-        with transaction.atomic():
-            embeddings.create_nearest_index()
-    except DatabaseError as error:
-        print(f"\n  pgvector index not created ({error}); run manage.py embed_memories later.")
-
-
-Migration.operations.append(migrations.RunPython(create_nearest_index, migrations.RunPython.noop))

@@ -8,21 +8,16 @@ from memories.models.choices import (
     EventAction,
     MemoryType,
     Outcome,
-    PairKind,
-    PairStatus,
-    Resolution,
     ReviewStatus,
     RunStatus,
     Scope,
     Source,
     Tier,
 )
-from memories.models.embeddings import MemoryEmbedding
 from memories.models.events import MemoryEvent
 from memories.models.keys import ApiKey, IdempotencyRecord
 from memories.models.members import RANKS, Membership, Role
 from memories.models.memory import Memory, RunMemory
-from memories.models.pairs import MemoryPair
 from memories.models.projects import MemoryPolicy, Project
 from memories.models.runs import Run
 
@@ -37,16 +32,11 @@ __all__ = [
     "IdempotencyRecord",
     "Membership",
     "Memory",
-    "MemoryEmbedding",
     "MemoryEvent",
-    "MemoryPair",
     "MemoryPolicy",
     "MemoryType",
     "Outcome",
-    "PairKind",
-    "PairStatus",
     "Project",
-    "Resolution",
     "ReviewStatus",
     "Role",
     "Run",

@@ -99,28 +99,6 @@ class EventAction(models.TextChoices):
     UNDONE = "undone"
 
 
-class PairKind(models.TextChoices):
-    """What two memories found alike are to each other (memories.contradictions)."""
-
-    REPEAT = "repeat"
-    CONFLICT = "conflict"
-
-
-class PairStatus(models.TextChoices):
-    OPEN = "open"
-    RESOLVED = "resolved"
-    # A reviewer judged them no conflict (keep both): holds until either one's words change.
-    DISMISSED = "dismissed"
-
-
-class Resolution(models.TextChoices):
-    KEPT = "kept", "kept one, the other superseded by it"
-    MERGED = "merged", "merged into one new memory"
-    NOT_CONFLICT = "not_conflict", "not a conflict: both kept"
-    REJECTED = "rejected", "one rejected"
-    CHANGED = "changed", "the words changed: no longer alike"
-
-
 def sql_literal(value: models.TextChoices | str) -> str:
     """A choice value (an identifier-like string the models define) as an SQL literal."""
     text = str(value)

@@ -62,7 +62,7 @@ class MemoryPolicy(models.Model):
     # A memory whose words are this share (or more) of a better-ranked one's, with nothing
     # specific of its own (assembly.diversity), is not given again.
     similar_threshold = models.FloatField(default=0.9, validators=UNIT_INTERVAL)
-    # Repeats and contradictions (memories.contradictions): two memories at least this
+    # Repeats and contradictions (knowledge.contradictions): two memories at least this
     # similar (cosine of their embeddings, or the share of words they share) are compared;
     # a repeat's smaller side has at least repeat_overlap of its words in the other. Of two
     # memories in an open conflict, assembly gives the one with precedence ("precedence"),

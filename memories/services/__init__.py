@@ -31,16 +31,6 @@ from memories.services.memories import (
     memory_reject,
     memory_update,
 )
-from memories.services.pairs import (
-    Superseded,
-    live_successors,
-    memory_supersede,
-    pair_memories,
-    pair_resolve,
-    pairs_resolve,
-    precedence,
-    supersede_on_create,
-)
 from memories.services.projects import project_create
 from memories.services.runs import (
     OUTCOME_STEP,
@@ -57,14 +47,12 @@ __all__ = [
     "ChangeResult",
     "Conflict",
     "OutcomeResult",
-    "Superseded",
     "Undone",
     "api_key_create",
     "api_key_revoke",
     "api_key_touch",
     "clamp_confidence",
     "default_expiry",
-    "live_successors",
     "memories_approve",
     "memories_change_type",
     "memories_clear_expiry",
@@ -81,15 +69,9 @@ __all__ = [
     "memory_create",
     "memory_flag",
     "memory_reject",
-    "memory_supersede",
     "memory_update",
-    "pair_memories",
-    "pair_resolve",
-    "pairs_resolve",
-    "precedence",
     "project_create",
     "run_give_memories",
     "run_record_outcome",
     "run_start",
-    "supersede_on_create",
 ]

@@ -6,9 +6,10 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
+from knowledge.models import MemoryPair
 from memories import services
 from memories.actors import Actor
-from memories.models import ApiKey, Memory, MemoryPair
+from memories.models import ApiKey, Memory
 from tests.api.conftest import client_with_key, url
 
 pytestmark = pytest.mark.django_db

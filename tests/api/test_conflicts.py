@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from knowledge import decisions
+from knowledge.models import MemoryPair
 from memories import services
-from memories.models import Memory, MemoryPair
+from memories.models import Memory
 from tests.api.conftest import url
 
 pytestmark = pytest.mark.django_db
@@ -163,8 +165,8 @@ def test_resolve_needs_the_memory_it_names(reviewer_client, project, make_memory
 
 def test_live_successor_follows_a_chain(reviewer_client, project, make_memory, reviewer_actor):
     a, b, c = (make_memory(project=project) for _ in range(3))
-    services.memory_supersede(memory=a, by=b, actor=reviewer_actor)
-    services.memory_supersede(memory=b, by=c, actor=reviewer_actor)
+    decisions.memory_supersede(memory=a, by=b, actor=reviewer_actor)
+    decisions.memory_supersede(memory=b, by=c, actor=reviewer_actor)
     body = reviewer_client.get(url(project, "memories", a.pk)).json()
     assert (body["supersededBy"], body["liveSuccessor"]) == (b.pk, c.pk)
     listed = reviewer_client.get(url(project, "memories") + "?active=false").json()["memories"]

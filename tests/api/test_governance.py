@@ -16,11 +16,11 @@ from django.urls import URLPattern, get_resolver
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from knowledge.models import MemoryPair
 from memories.models import (
     Membership,
     Memory,
     MemoryEvent,
-    MemoryPair,
     ReviewStatus,
     Role,
     Run,

@@ -14,14 +14,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from memories.models import (
-    IdempotencyRecord,
-    Memory,
-    MemoryEvent,
-    MemoryPair,
-    Run,
-    Scope,
-)
+from knowledge.models import MemoryPair
+from memories.models import IdempotencyRecord, Memory, MemoryEvent, Run, Scope
 from tests.api.conftest import client_with_key, url
 from tests.factories import MemoryFactory
 

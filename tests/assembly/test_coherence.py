@@ -8,9 +8,11 @@ from django.test import Client
 
 from assembly.coherence import OpenPair, coherence
 from assembly.services import ContextRequest, context_assemble
+from knowledge import decisions
+from knowledge.models import MemoryPair
 from memories import services
 from memories.actors import Actor
-from memories.models import Memory, MemoryPair
+from memories.models import Memory
 from tests.api.conftest import client_with_key, url
 
 pytestmark = pytest.mark.django_db
@@ -78,13 +80,13 @@ def test_a_decided_pair_follows_the_decision(project, make_memory, reviewer_acto
     old = make_memory(project=project, content=TEN)
     new = make_memory(project=project, content=THIRTY)
     pair = pair_of(old, new)
-    services.pair_resolve(pair_id=pair.pk, action="dismiss", actor=reviewer_actor)
+    decisions.pair_resolve(pair_id=pair.pk, action="dismiss", actor=reviewer_actor)
     # Judged compatible: both are given.
     assert sorted(given(assemble(project))) == sorted([old.pk, new.pk])
     # Reopened by new words, then decided by keeping the older one.
     services.memory_update(memory=new, actor=reviewer_actor, content=THIRTY.replace("30", "45"))
     assert given(assemble(project)) == [new.pk]
-    services.pair_resolve(pair_id=pair.pk, action="keep", memory_id=old.pk, actor=reviewer_actor)
+    decisions.pair_resolve(pair_id=pair.pk, action="keep", memory_id=old.pk, actor=reviewer_actor)
     result = assemble(project)
     assert given(result) == [old.pk]
     assert new.pk not in {d.id for d in result.dropped}  # superseded: not a candidate at all
@@ -143,7 +145,7 @@ def test_the_api_answers_with_the_conflict_drop_and_the_coherence(project, make_
 def test_metrics_export_coherence_and_conflicts(project, make_memory, settings, reviewer_actor):
     make_memory(project=project, content=TEN)
     make_memory(project=project, content=THIRTY)
-    services.pair_resolve(
+    decisions.pair_resolve(
         pair_id=MemoryPair.objects.get().pk, action="dismiss", actor=reviewer_actor
     )
     assemble(project)

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from assembly.services import ContextRequest, context_assemble
-from memories import embeddings
+from knowledge import embeddings
 from memories.actors import Actor
 from memories.models import MemoryPolicy
 from tests.support import require

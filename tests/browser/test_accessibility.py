@@ -8,8 +8,8 @@ from importlib import resources
 
 import pytest
 
+from knowledge.models import MemoryPair
 from memories import services
-from memories.models import MemoryPair
 from tests.browser.conftest import SCREENSHOTS
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from knowledge.models import MemoryPair
 from memories import services
-from memories.models import Memory, MemoryPair, ReviewStatus
+from memories.models import Memory, ReviewStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from knowledge.models import MemoryPair
 from mcp_http import transport
 from memories import services
-from memories.models import MemoryPair
 from tests.factories import MemoryFactory, ProjectFactory
 from tests.support import require
 

@@ -18,8 +18,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from knowledge.models import MemoryPair
 from memories import services
-from memories.models import Memory, MemoryEvent, MemoryPair, Run
+from memories.models import Memory, MemoryEvent, Run
 from tests.factories import MemoryFactory, ProjectFactory, RunFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

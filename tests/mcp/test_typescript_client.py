@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from memories.models import Memory, MemoryEvent, MemoryPair, Run
+from knowledge.models import MemoryPair
+from memories.models import Memory, MemoryEvent, Run
 from tests.mcp.test_mcp import MEMORY_LAYER_MCP, TOOLS
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -10,7 +10,8 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django.utils import timezone
 
-from memories.models import EventAction, Memory, MemoryEvent, MemoryPair, ReviewStatus
+from knowledge.models import MemoryPair
+from memories.models import EventAction, Memory, MemoryEvent, ReviewStatus
 
 pytestmark = pytest.mark.django_db
 
@@ -265,18 +266,18 @@ def test_pairs_are_listed_and_decided_in_bulk(admin_client, project, make_memory
     old = make_memory(project=project, content="Payments API calls time out after 10 seconds.")
     new = make_memory(project=project, content="Payments API calls time out after 30 seconds.")
     pair = MemoryPair.objects.get()
-    page = admin_client.get("/admin/memories/memorypair/")
+    page = admin_client.get("/admin/knowledge/memorypair/")
     assert page.status_code == 200
     assert "conflict" in page.text
     response = admin_client.post(
-        "/admin/memories/memorypair/",
+        "/admin/knowledge/memorypair/",
         {"action": "keep_newer", ACTION_CHECKBOX_NAME: [pair.pk]},
         follow=True,
     )
     assert "1 decided" in response.text
     old.refresh_from_db()
     assert (old.active, old.superseded_by_id) == (False, new.pk)
-    assert admin_client.get(f"/admin/memories/memorypair/{pair.pk}/change/").status_code == 200
+    assert admin_client.get(f"/admin/knowledge/memorypair/{pair.pk}/change/").status_code == 200
 
 
 def test_the_add_form_refuses_a_disguised_secret(admin_client, project):

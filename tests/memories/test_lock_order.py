@@ -8,10 +8,12 @@ from __future__ import annotations
 import pytest
 from django.db import connection, transaction
 
+from knowledge import decisions
+from knowledge.models import MemoryPair, PairKind
 from memories import services
 from memories.actors import Actor
 from memories.metrics import LOCK_RETRIES
-from memories.models import Memory, MemoryEvent, MemoryPair, PairKind
+from memories.models import Memory, MemoryEvent
 from memories.services import uses
 from policies import eviction
 from tests.concurrency import start_waiting
@@ -70,7 +72,7 @@ def test_a_pair_decided_while_one_of_its_memories_is_edited(project, make_memory
         with connection.cursor() as cursor:
             cursor.execute("SELECT id FROM memory_pairs WHERE id = %s FOR SHARE", [pair.pk])
         decide = start_waiting(
-            lambda: services.pair_resolve(
+            lambda: decisions.pair_resolve(
                 pair_id=pair.pk, action="keep", memory_id=kept.pk, actor=ACTOR
             ),
             waiting=1,

@@ -7,7 +7,8 @@ from django.contrib.auth import authenticate
 from django.core.management import call_command
 from django.test import RequestFactory
 
-from memories.models import Memory, MemoryPair, MemoryType, ReviewStatus, Run, Source, Tier
+from knowledge.models import MemoryPair
+from memories.models import Memory, MemoryType, ReviewStatus, Run, Source, Tier
 
 pytestmark = pytest.mark.django_db
 

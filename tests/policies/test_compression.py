@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
+from knowledge.models import MemoryEmbedding
 from memories import services as memory_services
-from memories.models import EventAction, Memory, MemoryEmbedding
+from memories.models import EventAction, Memory
 from memories.text import content_hash
 from policies.compression import compress_memories
 from policies.compressors import ExtractiveCompressor

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memories.models import MemoryPair
+from knowledge.models import MemoryPair
 from policies.conflicts import JOB, find_conflicts
 from policies.models import JobState
 from policies.runner import record_run

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from knowledge.models import MemoryPair
 from memories import services
-from memories.models import Memory, MemoryPair
+from memories.models import Memory
 
 pytestmark = pytest.mark.django_db
 

@@ -12,9 +12,10 @@ from django.urls import URLPattern, get_resolver, reverse
 from assembly.learning import as_dict
 from assembly.models import FitOutcome, RankingFit
 from assembly.packing import Weights, weights_in_force
+from knowledge.models import MemoryPair
 from memories import services
 from memories.actors import Actor
-from memories.models import Membership, Memory, MemoryPair, MemoryPolicy, ReviewStatus, Role
+from memories.models import Membership, Memory, MemoryPolicy, ReviewStatus, Role
 from tests.factories import MemoryFactory, ProjectFactory, RunFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

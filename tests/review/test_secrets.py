@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from memories.models import Memory, MemoryEvent, MemoryPair
+from knowledge.models import MemoryPair
+from memories.models import Memory, MemoryEvent
 
 pytestmark = pytest.mark.django_db
 

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Count, Max
 from django.utils import timezone
 
+from knowledge import decisions
 from memories import services
 from memories.actors import Actor
 from memories.models import (
@@ -359,7 +360,7 @@ class Command(BaseCommand):
             source_run=runs[2],
             actor=system,
         )
-        services.memory_supersede(
+        decisions.memory_supersede(
             memory=rule, by=learned, actor=system, reason="run-003 needed 5 retries"
         )
         # Each maintenance job run once, as the beat would, so the dashboard shows their

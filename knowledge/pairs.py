@@ -14,7 +14,7 @@ never a scan:
   written again.
 
 The COMPARED closest of them in meaning (the cosine of the embeddings) are read side by
-side (memories.contradictions), and the closest MAX_PAIRS flagged ones become open pairs
+side (knowledge.contradictions), and the closest MAX_PAIRS flagged ones become open pairs
 (MemoryPair). A pair
 a reviewer dismissed stays dismissed while both say what they said then; an open pair whose
 words changed so that it is no longer flagged is closed (resolution ``changed``).
@@ -32,16 +32,10 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memories import contradictions, embeddings
+from knowledge import contradictions, embeddings
+from knowledge.models import MemoryEmbedding, MemoryPair, PairStatus, Resolution
 from memories.metrics import PAIRS as PAIRS_SEEN
-from memories.models import (
-    Memory,
-    MemoryEmbedding,
-    MemoryPair,
-    MemoryPolicy,
-    PairStatus,
-    Resolution,
-)
+from memories.models import Memory, MemoryPolicy
 from memories.models.choices import sql_literal
 from memories.statements import server_cursor
 from memories.statistics import COMMON_WORD_ROWS, word_rows

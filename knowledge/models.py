@@ -1,14 +1,71 @@
-"""Pairs of memories that repeat or may contradict each other, and what a reviewer decided."""
+"""What the knowledge layer reads into memories, kept beside them: each memory's meaning as a
+vector, and the pairs of memories found to repeat or contradict each other with what a
+reviewer decided. The tables keep the names they had in the store."""
 
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import F, Q
 
-from memories.models.choices import PairKind, PairStatus, Resolution, in_choices
-from memories.models.memory import Memory
-from memories.models.projects import Project
+from memories.models import Memory, Project
+from memories.models.choices import in_choices
+
+
+class PairKind(models.TextChoices):
+    """What two memories found alike are to each other (knowledge.contradictions)."""
+
+    REPEAT = "repeat"
+    CONFLICT = "conflict"
+
+
+class PairStatus(models.TextChoices):
+    OPEN = "open"
+    RESOLVED = "resolved"
+    # A reviewer judged them no conflict (keep both): holds until either one's words change.
+    DISMISSED = "dismissed"
+
+
+class Resolution(models.TextChoices):
+    KEPT = "kept", "kept one, the other superseded by it"
+    MERGED = "merged", "merged into one new memory"
+    NOT_CONFLICT = "not_conflict", "not a conflict: both kept"
+    REJECTED = "rejected", "one rejected"
+    CHANGED = "changed", "the words changed: no longer alike"
+
+
+class RealField(models.FloatField):
+    """A 4-byte float (``real``): half the room of a double, all the precision a cosine needs."""
+
+    def db_type(self, connection: object) -> str:
+        return "real"
+
+
+class MemoryEmbedding(models.Model):
+    """The embedding of one memory's content by one model, as a unit vector.
+
+    A narrow side table, so that the wide memories row (which every policy job rewrites)
+    does not grow. The row is for the content whose ``content_hash`` it names: once the
+    memory says something else, or another model is configured, it is stale and no query
+    uses it until it is computed again (knowledge.embeddings)."""
+
+    memory = models.OneToOneField(
+        Memory, on_delete=models.CASCADE, primary_key=True, related_name="embedding"
+    )
+    # The memory's project (None for a global memory): lets an index find a project's
+    # nearest memories without reading the memories table.
+    project_id = models.BigIntegerField(null=True)
+    model = models.CharField(max_length=200)
+    content_hash = models.CharField(max_length=64)
+    vector = ArrayField(RealField())
+
+    class Meta:
+        db_table = "memories_memoryembedding"
+        verbose_name = "memory embedding"
+
+    def __str__(self) -> str:
+        return f"embedding of memory {self.memory_id} by {self.model}"
 
 
 class MemoryPair(models.Model):

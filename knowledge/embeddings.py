@@ -45,7 +45,8 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.db import connection
 
-from memories.models import Memory, MemoryEmbedding
+from knowledge.models import MemoryEmbedding
+from memories.models import Memory
 from memories.statements import server_cursor
 
 logger = logging.getLogger(__name__)

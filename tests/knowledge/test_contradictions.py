@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memories import embeddings
-from memories.contradictions import CONFLICT, REPEAT, Verdict, read
-from memories.contradictions import compare as compare_words
+from knowledge import embeddings
+from knowledge.contradictions import CONFLICT, REPEAT, Verdict, read
+from knowledge.contradictions import compare as compare_words
 
 
 def compare(a: str, b: str) -> Verdict:

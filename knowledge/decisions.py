@@ -20,22 +20,12 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from knowledge.models import MemoryPair, PairKind, PairStatus, Resolution
 from memories import hooks, selectors
 from memories.actors import Actor
 from memories.locks import lock_memories, retried
 from memories.metrics import PAIRS
-from memories.models import (
-    EventAction,
-    Memory,
-    MemoryPair,
-    PairKind,
-    PairStatus,
-    Resolution,
-    ReviewStatus,
-    Scope,
-    Source,
-    Tier,
-)
+from memories.models import EventAction, Memory, ReviewStatus, Scope, Source, Tier
 from memories.services.changes import change_memories
 from memories.services.memories import memories_approve, memories_reject, memory_create
 from memories.services.validation import Conflict, scrubbed, scrubbed_for, secrets_mode

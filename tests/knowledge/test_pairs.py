@@ -10,9 +10,11 @@ from django.db import connection
 from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 
-from memories import embeddings, pairs, services
+from knowledge import decisions, embeddings, pairs
+from knowledge.models import MemoryPair
+from memories import services
 from memories.actors import Actor
-from memories.models import EventAction, Memory, MemoryEvent, MemoryPair
+from memories.models import EventAction, Memory, MemoryEvent
 from memories.services import Conflict
 from tests.support import require
 
@@ -81,7 +83,7 @@ def test_a_dismissed_pair_stays_dismissed_until_the_words_change(
 ):
     old = make_memory(project=project, content=TEN)
     new = make_memory(project=project, content=THIRTY)
-    pair = services.pair_resolve(pair_id=open_pair(old, new).pk, action="dismiss",
+    pair = decisions.pair_resolve(pair_id=open_pair(old, new).pk, action="dismiss",
                                  actor=reviewer_actor)  # fmt: skip
     assert (pair.status, pair.resolution) == ("dismissed", "not_conflict")
     # Compared again with the same words (the beat job, an edit of other fields): stays.
@@ -125,7 +127,6 @@ def test_finding_pairs_is_the_same_few_statements_for_one_memory_or_many(
         assert MemoryPair.objects.filter(Q(first_id=memory.pk) | Q(second_id=memory.pk)).exists()
 
 
-
 def test_comparing_again_with_the_same_words_writes_nothing_and_reads_no_settled_partner(
     project, make_memory
 ):
@@ -151,7 +152,6 @@ def test_comparing_again_with_the_same_words_writes_nothing_and_reads_no_settled
     ).exists()
 
 
-
 def test_an_open_pairs_partner_is_read_again_only_once_words_changed(project, make_memory):
     a = make_memory(project=project, content=TEN)
     z = make_memory(project=project, content="Invoice PDFs are rendered by WeasyPrint.")
@@ -173,7 +173,7 @@ def test_a_reviewer_supersedes_at_once_and_restore_brings_it_back(
 ):
     old = make_memory(project=project, content=TEN)
     new = make_memory(project=project, content=THIRTY)
-    result = services.memory_supersede(memory=old, by=new, actor=reviewer_actor, reason="newer")
+    result = decisions.memory_supersede(memory=old, by=new, actor=reviewer_actor, reason="newer")
     assert (result.done, result.waiting) == ([old.pk], [])
     old.refresh_from_db()
     assert (old.active, old.tier, old.superseded_by_id) == (False, "frozen", new.pk)
@@ -195,13 +195,13 @@ def test_a_reviewer_supersedes_at_once_and_restore_brings_it_back(
 
 def test_a_chain_of_supersedes_resolves_to_the_live_memory(project, make_memory, reviewer_actor):
     a, b, c = (make_memory(project=project) for _ in range(3))
-    services.memory_supersede(memory=a, by=b, actor=reviewer_actor)
+    decisions.memory_supersede(memory=a, by=b, actor=reviewer_actor)
     b.refresh_from_db()
-    services.memory_supersede(memory=b, by=c, actor=reviewer_actor)
-    assert services.live_successors([a.pk, b.pk, c.pk]) == {a.pk: c.pk, b.pk: c.pk}
+    decisions.memory_supersede(memory=b, by=c, actor=reviewer_actor)
+    assert decisions.live_successors([a.pk, b.pk, c.pk]) == {a.pk: c.pk, b.pk: c.pk}
     # Restoring the middle one makes it the live end of the first one's chain.
     services.memories_restore(memory_ids=[b.pk], actor=reviewer_actor)
-    assert services.live_successors([a.pk]) == {a.pk: b.pk}
+    assert decisions.live_successors([a.pk]) == {a.pk: b.pk}
 
 
 def test_a_supersede_that_would_make_a_cycle_or_repeat_itself_is_refused(
@@ -209,14 +209,14 @@ def test_a_supersede_that_would_make_a_cycle_or_repeat_itself_is_refused(
 ):
     a, b = make_memory(project=project), make_memory(project=project)
     with pytest.raises(ValidationError):
-        services.memory_supersede(memory=a, by=a, actor=reviewer_actor)
-    services.memory_supersede(memory=a, by=b, actor=reviewer_actor)
+        decisions.memory_supersede(memory=a, by=a, actor=reviewer_actor)
+    decisions.memory_supersede(memory=a, by=b, actor=reviewer_actor)
     b.refresh_from_db()
     a.refresh_from_db()
     with pytest.raises(ValidationError, match="itself superseded"):
-        services.memory_supersede(memory=b, by=a, actor=reviewer_actor)
+        decisions.memory_supersede(memory=b, by=a, actor=reviewer_actor)
     with pytest.raises(Conflict, match="already superseded"):
-        services.memory_supersede(memory=a, by=b, actor=reviewer_actor)
+        decisions.memory_supersede(memory=a, by=b, actor=reviewer_actor)
 
 
 def test_an_agents_supersede_of_an_approved_memory_waits_for_a_reviewer(
@@ -225,7 +225,7 @@ def test_an_agents_supersede_of_an_approved_memory_waits_for_a_reviewer(
     old = make_memory(project=project, content=TEN)
     services.memory_approve(memory=old, actor=reviewer_actor)
     new = make_memory(project=project, content=THIRTY, actor=agent_actor)
-    result = services.memory_supersede(memory=old, by=new, actor=agent_actor, reason="measured")
+    result = decisions.memory_supersede(memory=old, by=new, actor=agent_actor, reason="measured")
     assert result.done == []
     [pair] = result.waiting
     assert (pair.kind, pair.status) == ("conflict", "open")
@@ -236,9 +236,9 @@ def test_an_agents_supersede_of_an_approved_memory_waits_for_a_reviewer(
     assert (old.active, old.superseded_by_id) == (True, None)
     # Nor may the agent decide it through the pair.
     with pytest.raises(PermissionDenied):
-        services.pair_resolve(pair_id=pair.pk, action="keep", memory_id=new.pk, actor=agent_actor)
+        decisions.pair_resolve(pair_id=pair.pk, action="keep", memory_id=new.pk, actor=agent_actor)
     # A reviewer's "keep this one" carries it out.
-    services.pair_resolve(pair_id=pair.pk, action="keep", memory_id=new.pk, actor=reviewer_actor)
+    decisions.pair_resolve(pair_id=pair.pk, action="keep", memory_id=new.pk, actor=reviewer_actor)
     old.refresh_from_db()
     assert (old.active, old.superseded_by_id) == (False, new.pk)
 
@@ -246,13 +246,13 @@ def test_an_agents_supersede_of_an_approved_memory_waits_for_a_reviewer(
 def test_an_agents_supersede_of_a_pending_memory_takes_effect(project, make_memory, agent_actor):
     old = make_memory(project=project, content=TEN, actor=agent_actor)
     new = make_memory(project=project, content=THIRTY, actor=agent_actor)
-    assert services.memory_supersede(memory=old, by=new, actor=agent_actor).done == [old.pk]
+    assert decisions.memory_supersede(memory=old, by=new, actor=agent_actor).done == [old.pk]
 
 
 def test_merge_makes_one_memory_and_supersedes_both(project, make_memory, reviewer_actor):
     old = make_memory(project=project, content=TEN, tags=["a"])
     new = make_memory(project=project, content=THIRTY, tags=["b"])
-    pair = services.pair_resolve(
+    pair = decisions.pair_resolve(
         pair_id=open_pair(old, new).pk,
         action="merge",
         content="Billing API calls time out after 30 seconds (was 10 until May).",
@@ -274,21 +274,21 @@ def test_reject_through_a_pair_is_a_reviewers_act(
     new = make_memory(project=project, content=THIRTY)
     pair = open_pair(old, new)
     with pytest.raises(PermissionDenied):
-        services.pair_resolve(pair_id=pair.pk, action="reject", memory_id=new.pk,
+        decisions.pair_resolve(pair_id=pair.pk, action="reject", memory_id=new.pk,
                               actor=agent_actor)  # fmt: skip
-    services.pair_resolve(pair_id=pair.pk, action="reject", memory_id=new.pk,
+    decisions.pair_resolve(pair_id=pair.pk, action="reject", memory_id=new.pk,
                           actor=reviewer_actor)  # fmt: skip
     new.refresh_from_db()
     assert (new.review_status, new.active) == ("rejected", False)
     with pytest.raises(Conflict, match="already decided"):
-        services.pair_resolve(pair_id=pair.pk, action="dismiss", actor=reviewer_actor)
+        decisions.pair_resolve(pair_id=pair.pk, action="dismiss", actor=reviewer_actor)
 
 
 def test_bulk_decisions_report_what_could_not_be_done(project, make_memory, reviewer_actor):
     old = make_memory(project=project, content=TEN)
     new = make_memory(project=project, content=THIRTY)
     pair = open_pair(old, new)
-    done, failed = services.pairs_resolve(
+    done, failed = decisions.pairs_resolve(
         pair_ids=[pair.pk, 999999], action="keep-newer", actor=reviewer_actor
     )
     assert done == [pair.pk]
@@ -323,7 +323,7 @@ def test_merging_a_project_memory_with_a_global_one_makes_a_project_memory(
     )  # fmt: skip
     services.memory_approve(memory=shared, actor=reviewer_actor)
     mine = make_memory(project=project, content=THIRTY, tags=["http"])
-    pair = services.pair_resolve(
+    pair = decisions.pair_resolve(
         pair_id=open_pair(shared, mine).pk, action="merge", actor=reviewer_actor
     )
     merged = Memory.objects.get(pk=pair.outcome_memory_id)
@@ -342,7 +342,7 @@ def test_merging_two_global_memories_makes_an_approved_global_one(
         )
         services.memory_approve(memory=memory, actor=reviewer_actor)
         made.append(memory)
-    pair = services.pair_resolve(
+    pair = decisions.pair_resolve(
         pair_id=open_pair(*made).pk, action="merge", content=THIRTY, actor=reviewer_actor
     )
     merged = Memory.objects.get(pk=pair.outcome_memory_id)

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memories import embeddings
+from knowledge import embeddings
 
 
 class Command(BaseCommand):

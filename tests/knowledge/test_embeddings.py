@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from memories import embeddings, services
-from memories.models import MemoryEmbedding
+from knowledge import embeddings
+from knowledge.models import MemoryEmbedding
+from memories import services
 from memories.text import content_hash
 from tests.policies.support import SYSTEM, fresh
 from tests.support import json_endpoint
