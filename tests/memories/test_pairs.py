@@ -125,7 +125,6 @@ def test_finding_pairs_is_the_same_few_statements_for_one_memory_or_many(
         assert MemoryPair.objects.filter(Q(first_id=memory.pk) | Q(second_id=memory.pk)).exists()
 
 
-
 def test_comparing_again_with_the_same_words_writes_nothing_and_reads_no_settled_partner(
     project, make_memory
 ):
@@ -149,7 +148,6 @@ def test_comparing_again_with_the_same_words_writes_nothing_and_reads_no_settled
     assert not MemoryPair.objects.filter(
         Q(first_id=anchor.pk) | Q(second_id=anchor.pk), status="open"
     ).exists()
-
 
 
 def test_an_open_pairs_partner_is_read_again_only_once_words_changed(project, make_memory):
