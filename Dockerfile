@@ -1,7 +1,7 @@
 # The service's image: web (the default command), Celery worker and beat (compose.yaml).
 # It adds no step of its own to starting the service: the command is config/start-web
 # (collectstatic, migrate, gunicorn with config/gunicorn.conf.py), the script CI's production
-# test runs (tests/browser/test_production.py). Docker does not run in CI: see the README.
+# test runs (tests/browser/test_production.py). Docker does not run in CI: see docs/operations.md.
 FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

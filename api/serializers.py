@@ -410,7 +410,10 @@ class RunCreateIn(StrictInput):
         max_length=WRITE_SCOPE_MAX_ENTRIES,
         required=False,
         default=list,
-        help_text="Paths and globs the run will write (see the README on tag matching).",
+        help_text=(
+            "Paths and globs the run will write (see docs/retrieval.md, How tags match a"
+            " write scope)."
+        ),
     )
 
 

@@ -8,7 +8,7 @@ window with the cache's atomic ``incr`` (Redis's INCR when ``CACHE_URL`` is set)
 ``throttle`` cache that every process of the service shares: a key gets its rate in total,
 however many workers answer it. Without Redis the counters are files under ``VAR_DIR``:
 shared by the processes of one machine, but a file is read and written back, so requests
-that race may go uncounted (see the README).
+that race may go uncounted (docs/api.md, Who may do what).
 """
 
 from __future__ import annotations

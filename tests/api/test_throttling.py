@@ -69,7 +69,7 @@ def test_one_keys_heaviest_requests_leave_the_service_to_the_others(
     _, calm = services.api_key_create(project=other_project, name="calm")
     scope = [f"**/x{n}/**/y*/**/z?*/**/*{n}.py" for n in range(100)]
     body = json.dumps({"tokenBudget": 2000, "writeScope": scope, "timeBudgetMs": 10_000})
-    _require_redis()  # the counters are exact in Redis (files are not atomic: see the README)
+    _require_redis()  # the counters are exact in Redis (files are not atomic: see docs/api.md)
     limits = {"API_THROTTLE_RATE": "100000/min", "CACHE_URL": REDIS}
     with gunicorn_server(tmp_path, workers=4, **limits) as port:
 
