@@ -34,7 +34,8 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
-from memories import embeddings, services  # noqa: E402
+from knowledge import embeddings  # noqa: E402
+from memories import services  # noqa: E402
 from memories.models import Project  # noqa: E402
 from memories.tags import tag_keys, tag_patterns  # noqa: E402
 from memories.text import content_hash, summarize  # noqa: E402
