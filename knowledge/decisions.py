@@ -27,7 +27,8 @@ from memories.locks import lock_memories, retried
 from memories.metrics import PAIRS
 from memories.models import EventAction, Memory, ReviewStatus, Scope, Source, Tier
 from memories.services.changes import change_memories
-from memories.services.memories import memories_approve, memories_reject, memory_create
+from memories.services.memories import memory_create
+from memories.services.reviews import memories_approve, memories_reject
 from memories.services.validation import Conflict, scrubbed, scrubbed_for, secrets_mode
 
 MEMORIES = Memory._meta.db_table
