@@ -14,9 +14,9 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
-from memory_layer_client.budget import Share
 
 from assembly import cache
+from assembly.budget import Share
 from assembly.coherence import OpenPair, Settled, coherence, settle
 from assembly.metrics import ASSEMBLY_SECONDS, CACHE_REQUESTS, COHERENCE
 from assembly.packing import LODS, Packed, Weights, pack, rank, weights_in_force
