@@ -28,14 +28,9 @@ from assembly.budget import Share
 from assembly.entities import ENTITY_MAX_CHARS, MAX_ENTITIES
 from assembly.packing import LODS
 from assembly.render import PROMPT_PARTS
+from assembly.requests import FORMATS, MAX_TIME_BUDGET_MS, ContextRequest
 from assembly.results import Context, Dropped
-from assembly.services import (
-    FORMATS,
-    MAX_TIME_BUDGET_MS,
-    ContextRequest,
-    context_assemble,
-    context_replay,
-)
+from assembly.services import context_assemble, context_replay
 from assembly.sources import SOURCES
 from memories.text import WRITE_SCOPE_ENTRY_MAX_CHARS, WRITE_SCOPE_MAX_ENTRIES
 from memories.tokens import SUPPORTED_ENCODINGS

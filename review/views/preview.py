@@ -12,7 +12,8 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from assembly.services import ContextRequest, context_assemble
+from assembly.requests import ContextRequest
+from assembly.services import context_assemble
 from memories.actors import Actor
 from memories.models import Memory, Project
 from review.forms import PreviewForm
