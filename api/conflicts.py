@@ -28,7 +28,7 @@ from api.serializers.conflicts import (
     conflict_out,
 )
 from api.serializers.memories import MemoryOut, memory_out
-from knowledge import decisions
+from knowledge import decisions, supersedes
 from knowledge.models import MemoryPair, PairKind, PairStatus
 from knowledge.queries import open_pairs
 from memories.models import Memory, Project
@@ -162,7 +162,7 @@ class MemorySupersede(APIView):
         )
         if by is None:
             raise ValidationError({"by": [f"No memory {data['by']} in this project."]})
-        result = decisions.memory_supersede(
+        result = supersedes.memory_supersede(
             memory=memory, by=by, actor=actor_for(request), reason=data["reason"]
         )
         if result.waiting:
@@ -176,4 +176,4 @@ class MemorySupersede(APIView):
                 status=status.HTTP_202_ACCEPTED,
             )
         memory = project_memory_or_404(target, memory_id)
-        return Response(memory_out(memory, decisions.live_successors([memory.pk])))
+        return Response(memory_out(memory, supersedes.live_successors([memory.pk])))

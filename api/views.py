@@ -62,7 +62,7 @@ from api.serializers.memories import (
 )
 from api.serializers.projects import ProjectListOut, ProjectOut, project_out
 from api.serializers.runs import run_out
-from knowledge import decisions
+from knowledge import supersedes
 from knowledge.models import MemoryPair
 from knowledge.queries import open_pairs
 from memories import selectors, services
@@ -83,7 +83,7 @@ def _memories_out(memories: list[Memory]) -> list[dict[str, Any]]:
     """Memories as the API shows them, superseded ones with the live end of their chain
     (one query, only when the page holds one)."""
     superseded = [m.pk for m in memories if m.superseded_by_id]
-    live = decisions.live_successors(superseded) if superseded else {}
+    live = supersedes.live_successors(superseded) if superseded else {}
     return [memory_out(memory, live) for memory in memories]
 
 
@@ -175,7 +175,7 @@ class MemoryListCreate(generics.GenericAPIView):
         data: dict[str, Any],
         source_run: Run | None,
         optional: dict[str, Any],
-    ) -> tuple[Memory, decisions.Superseded]:
+    ) -> tuple[Memory, supersedes.Superseded]:
         actor = actor_for(request)
         memory = services.memory_create(
             project=project,
@@ -190,9 +190,9 @@ class MemoryListCreate(generics.GenericAPIView):
             actor=actor,
             **optional,
         )
-        superseded = decisions.Superseded()
+        superseded = supersedes.Superseded()
         if data["supersedes"]:
-            superseded = decisions.supersede_on_create(
+            superseded = supersedes.supersede_on_create(
                 memory=memory, ids=data["supersedes"], actor=actor
             )
         return memory, superseded

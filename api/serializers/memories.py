@@ -83,7 +83,7 @@ class MemoryOut(serializers.Serializer):
 
 def memory_out(memory: Memory, live: Mapping[int, int] | None = None) -> dict[str, Any]:
     """A memory as the API shows it (needs ``approved_by`` selected with it); ``live`` maps
-    superseded memories to the live end of their chain (memories.decisions.live_successors)."""
+    superseded memories to the live end of their chain (knowledge.supersedes.live_successors)."""
     successor = memory.superseded_by_id
     return {
         "id": memory.pk,
