@@ -7,18 +7,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api import serializers as s
 from api.access import project_or_404, require_reviewer
 from api.auth import actor_for
 from api.common import PROJECT_PARAM, WRITE_ERRORS, errors, valid
+from api.serializers.changes import ChangesIn, ChangesOut
 from policies.staleness import memories_mark_changed
 
 
 class ProjectChanges(APIView):
     @extend_schema(
         parameters=[PROJECT_PARAM],
-        request=s.ChangesIn,
-        responses={200: s.ChangesOut, **errors(*WRITE_ERRORS)},
+        request=ChangesIn,
+        responses={200: ChangesOut, **errors(*WRITE_ERRORS)},
         summary="Report a commit's changed paths: memories about them are flagged stale",
         description=(
             "Every active memory whose tags match one of the paths is flagged for re-review"
@@ -29,7 +29,7 @@ class ProjectChanges(APIView):
     def post(self, request: Request, project: str) -> Response:
         target = project_or_404(request, project)
         require_reviewer(request, target, "report code changes")
-        data = valid(s.ChangesIn, request.data)
+        data = valid(ChangesIn, request.data)
         result = memories_mark_changed(
             project=target, paths=data["paths"], ref=data["ref"], actor=actor_for(request)
         )

@@ -11,9 +11,10 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
-from api import serializers as s
+from api.fields import StrictInput
 from api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from api.idempotency import KEY_PATTERN as IDEMPOTENCY_KEY_PATTERN
+from api.serializers.errors import ErrorOut
 
 PROJECT_PARAM = OpenApiParameter(
     "project", OpenApiTypes.STR, OpenApiParameter.PATH, description="Project id or slug."
@@ -40,7 +41,7 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
         429: "Too many requests for this key.",
     }
     wanted = {401, 404, 429, *codes}
-    return {code: OpenApiResponse(s.ErrorOut, description=described[code]) for code in wanted}
+    return {code: OpenApiResponse(ErrorOut, description=described[code]) for code in wanted}
 
 
 WRITE_ERRORS = (400, 403, 413, 415)
@@ -53,7 +54,7 @@ def created_response(body: dict[str, Any], route: str, **kwargs: Any) -> Respons
     )
 
 
-def valid(serializer_class: type[s.StrictInput], data: Any) -> dict[str, Any]:
+def valid(serializer_class: type[StrictInput], data: Any) -> dict[str, Any]:
     """The validated body, or a 400 naming each field to fix."""
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)

@@ -11,7 +11,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api import serializers as s
 from api.access import (
     global_memories,
     project_memory_or_404,
@@ -21,7 +20,15 @@ from api.access import (
 from api.auth import actor_for
 from api.common import MEMORY_PARAM, PROJECT_PARAM, WRITE_ERRORS, errors, valid
 from api.pagination import NamedCursorPagination
-from knowledge import decisions
+from api.serializers.conflicts import (
+    ConflictOut,
+    ResolveIn,
+    SupersedeIn,
+    SupersedeWaitingOut,
+    conflict_out,
+)
+from api.serializers.memories import MemoryOut, memory_out
+from knowledge import decisions, supersedes
 from knowledge.models import MemoryPair, PairKind, PairStatus
 from knowledge.queries import open_pairs
 from memories.models import Memory, Project
@@ -54,7 +61,7 @@ def _choice(request: Request, name: str, choices: tuple[str, ...], default: str)
 
 class ConflictList(generics.GenericAPIView):
     pagination_class = ConflictPagination
-    serializer_class = s.ConflictOut
+    serializer_class = ConflictOut
 
     @extend_schema(
         parameters=[
@@ -69,7 +76,7 @@ class ConflictList(generics.GenericAPIView):
                 description="Default open (both memories still active).",
             ),
         ],
-        responses={200: s.ConflictOut(many=True), **errors(400)},
+        responses={200: ConflictOut(many=True), **errors(400)},
         summary="Pairs of memories that repeat or may contradict each other",
     )
     def get(self, request: Request, project: str) -> Response:
@@ -85,23 +92,23 @@ class ConflictList(generics.GenericAPIView):
             pairs = pairs.filter(kind=kind)
         page = self.paginate_queryset(pairs)
         assert page is not None
-        return self.get_paginated_response([s.conflict_out(pair) for pair in page])
+        return self.get_paginated_response([conflict_out(pair) for pair in page])
 
 
 class ConflictDetail(APIView):
     @extend_schema(
-        parameters=[PROJECT_PARAM, CONFLICT_PARAM], responses={200: s.ConflictOut, **errors()}
+        parameters=[PROJECT_PARAM, CONFLICT_PARAM], responses={200: ConflictOut, **errors()}
     )
     def get(self, request: Request, project: str, conflict_id: int) -> Response:
         target = project_or_404(request, project)
-        return Response(s.conflict_out(_pair_or_404(target, conflict_id)))
+        return Response(conflict_out(_pair_or_404(target, conflict_id)))
 
 
 class ConflictResolve(APIView):
     @extend_schema(
         parameters=[PROJECT_PARAM, CONFLICT_PARAM],
-        request=s.ResolveIn,
-        responses={200: s.ConflictOut, **errors(*WRITE_ERRORS, 409)},
+        request=ResolveIn,
+        responses={200: ConflictOut, **errors(*WRITE_ERRORS, 409)},
         summary="Decide a pair: keep one, merge, dismiss (not a conflict) or reject one",
         description="An API key may decide only where no approved or global memory changes;"
         " the rest waits for a reviewer (403 says so).",
@@ -110,7 +117,7 @@ class ConflictResolve(APIView):
         target = project_or_404(request, project)
         pair = _pair_or_404(target, conflict_id)
         require_reviewer(request, target, "resolve conflicts")
-        data = valid(s.ResolveIn, request.data)
+        data = valid(ResolveIn, request.data)
         if data["action"] in ("keep", "reject") and data["memoryId"] is None:
             raise ValidationError({"memoryId": [f"Name the memory to {data['action']}."]})
         pair = decisions.pair_resolve(
@@ -123,17 +130,17 @@ class ConflictResolve(APIView):
             tags=data.get("tags"),
             reason=data["reason"],
         )
-        return Response(s.conflict_out(pair))
+        return Response(conflict_out(pair))
 
 
 class MemorySupersede(APIView):
     @extend_schema(
         parameters=[PROJECT_PARAM, MEMORY_PARAM],
-        request=s.SupersedeIn,
+        request=SupersedeIn,
         responses={
-            200: OpenApiResponse(s.MemoryOut, description="Superseded now."),
+            200: OpenApiResponse(MemoryOut, description="Superseded now."),
             202: OpenApiResponse(
-                s.SupersedeWaitingOut,
+                SupersedeWaitingOut,
                 description="An approved or global memory: a conflict waits for a reviewer.",
             ),
             **errors(*WRITE_ERRORS, 409),
@@ -144,7 +151,7 @@ class MemorySupersede(APIView):
         target = project_or_404(request, project)
         memory = project_memory_or_404(target, memory_id)
         require_reviewer(request, target, "supersede memories")
-        data = valid(s.SupersedeIn, request.data)
+        data = valid(SupersedeIn, request.data)
         # Of this project, or a global memory the caller may read.
         by = (
             Memory.objects.filter(
@@ -155,7 +162,7 @@ class MemorySupersede(APIView):
         )
         if by is None:
             raise ValidationError({"by": [f"No memory {data['by']} in this project."]})
-        result = decisions.memory_supersede(
+        result = supersedes.memory_supersede(
             memory=memory, by=by, actor=actor_for(request), reason=data["reason"]
         )
         if result.waiting:
@@ -164,9 +171,9 @@ class MemorySupersede(APIView):
                     "status": "waiting",
                     "message": f"Memory {memory.pk} is approved or global: a reviewer decides."
                     f" Conflict {result.waiting[0].pk} waits for one.",
-                    "conflict": s.conflict_out(result.waiting[0]),
+                    "conflict": conflict_out(result.waiting[0]),
                 },
                 status=status.HTTP_202_ACCEPTED,
             )
         memory = project_memory_or_404(target, memory_id)
-        return Response(s.memory_out(memory, decisions.live_successors([memory.pk])))
+        return Response(memory_out(memory, supersedes.live_successors([memory.pk])))

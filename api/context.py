@@ -8,7 +8,6 @@ from functools import cache
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
-from memory_layer_client.budget import Share
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -25,17 +24,13 @@ from api.fields import (
     StrictIntegerField,
 )
 from api.responses import ThenJSONResponse
+from assembly.budget import Share
 from assembly.entities import ENTITY_MAX_CHARS, MAX_ENTITIES
 from assembly.packing import LODS
 from assembly.render import PROMPT_PARTS
+from assembly.requests import FORMATS, MAX_TIME_BUDGET_MS, ContextRequest
 from assembly.results import Context, Dropped
-from assembly.services import (
-    FORMATS,
-    MAX_TIME_BUDGET_MS,
-    ContextRequest,
-    context_assemble,
-    context_replay,
-)
+from assembly.services import context_assemble, context_replay
 from assembly.sources import SOURCES
 from memories.text import WRITE_SCOPE_ENTRY_MAX_CHARS, WRITE_SCOPE_MAX_ENTRIES
 from memories.tokens import SUPPORTED_ENCODINGS

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import RegexValidator
 from django.utils.dateparse import parse_datetime
@@ -133,6 +134,13 @@ class StrictDateTimeField(serializers.DateTimeField):
         except (ValueError, DjangoValidationError):
             pass
         raise serializers.ValidationError(self.error_messages["invalid"], code="invalid")
+
+
+def content_field(**kwargs: Any) -> StrictCharField:
+    """A memory's text: up to MEMORY_CONTENT_MAX_CHARS, its whitespace kept."""
+    return StrictCharField(
+        max_length=settings.MEMORY_CONTENT_MAX_CHARS, trim_whitespace=False, visible=True, **kwargs
+    )
 
 
 def tag_list(**kwargs: Any) -> serializers.ListField:

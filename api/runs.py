@@ -9,11 +9,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api import serializers as s
 from api.access import project_or_404, require_reviewer
 from api.auth import actor_for
 from api.common import PROJECT_PARAM, RUN_PARAM, WRITE_ERRORS, created_response, errors, valid
 from api.errors import camel
+from api.serializers.runs import OutcomeIn, OutcomeOut, RunCreateIn, RunDetailOut, RunOut, run_out
 from memories import services
 from memories.models import Project, Run
 
@@ -21,10 +21,10 @@ from memories.models import Project, Run
 class RunCreate(APIView):
     @extend_schema(
         parameters=[PROJECT_PARAM],
-        request=s.RunCreateIn,
+        request=RunCreateIn,
         responses={
-            201: s.RunOut,
-            200: OpenApiResponse(s.RunOut, description="The run already existed, unchanged."),
+            201: RunOut,
+            200: OpenApiResponse(RunOut, description="The run already existed, unchanged."),
             **errors(*WRITE_ERRORS, 409),
         },
         summary="Start a run",
@@ -32,7 +32,7 @@ class RunCreate(APIView):
     def post(self, request: Request, project: str) -> Response:
         target = project_or_404(request, project)
         require_reviewer(request, target, "start runs")
-        data = valid(s.RunCreateIn, request.data)
+        data = valid(RunCreateIn, request.data)
         run, created = services.run_start(
             project=target,
             external_id=data["externalId"],
@@ -41,8 +41,8 @@ class RunCreate(APIView):
             actor=actor_for(request),
         )
         if not created:
-            return Response(s.run_out(run), status=status.HTTP_200_OK)
-        return created_response(s.run_out(run), "api:run", project=target.slug, run_id=run.pk)
+            return Response(run_out(run), status=status.HTTP_200_OK)
+        return created_response(run_out(run), "api:run", project=target.slug, run_id=run.pk)
 
 
 def _run_or_404(project: Project, run_id: int) -> Run:
@@ -55,7 +55,7 @@ def _run_or_404(project: Project, run_id: int) -> Run:
 class RunDetail(APIView):
     @extend_schema(
         parameters=[PROJECT_PARAM, RUN_PARAM],
-        responses={200: s.RunDetailOut, **errors()},
+        responses={200: RunDetailOut, **errors()},
         summary="A run, its outcome and the memories it was given",
     )
     def get(self, request: Request, project: str, run_id: int) -> Response:
@@ -63,7 +63,7 @@ class RunDetail(APIView):
         given = run.given.order_by("rank").values("memory_id", "rank", "score", "parts", "used")
         return Response(
             {
-                **s.run_out(run),
+                **run_out(run),
                 "given": [
                     {
                         "memoryId": g["memory_id"],
@@ -81,15 +81,15 @@ class RunDetail(APIView):
 class RunOutcome(APIView):
     @extend_schema(
         parameters=[PROJECT_PARAM, RUN_PARAM],
-        request=s.OutcomeIn,
-        responses={200: s.OutcomeOut, **errors(*WRITE_ERRORS, 409)},
+        request=OutcomeIn,
+        responses={200: OutcomeOut, **errors(*WRITE_ERRORS, 409)},
         summary="Report a run's outcome: moves the confidence of what it was given",
     )
     def post(self, request: Request, project: str, run_id: int) -> Response:
         target = project_or_404(request, project)
         run = _run_or_404(target, run_id)
         require_reviewer(request, target, "report outcomes")
-        data = valid(s.OutcomeIn, request.data)
+        data = valid(OutcomeIn, request.data)
         result = services.run_record_outcome(
             run=run,
             outcome=data["outcome"],
@@ -98,7 +98,7 @@ class RunOutcome(APIView):
         )
         return Response(
             {
-                "run": s.run_out(result.run),
+                "run": run_out(result.run),
                 "recorded": result.recorded,
                 "memories": [
                     {"id": m.pk, "confidence": m.confidence, "active": m.active}

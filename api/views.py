@@ -23,7 +23,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api import serializers as s
 from api.access import (
     global_memories,
     global_memory_or_404,
@@ -48,7 +47,22 @@ from api.errors import ConflictError
 from api.filters import CamelOrderingFilter, MemoryFilter
 from api.idempotency import idempotent
 from api.pagination import EventPagination, MemoryPagination
-from knowledge import decisions
+from api.serializers.conflicts import conflict_out
+from api.serializers.memories import (
+    EventOut,
+    FlagIn,
+    GlobalMemoryCreateIn,
+    MemoryCreatedOut,
+    MemoryCreateIn,
+    MemoryOut,
+    MemoryUpdateIn,
+    RejectIn,
+    event_out,
+    memory_out,
+)
+from api.serializers.projects import ProjectListOut, ProjectOut, project_out
+from api.serializers.runs import run_out
+from knowledge import supersedes
 from knowledge.models import MemoryPair
 from knowledge.queries import open_pairs
 from memories import selectors, services
@@ -69,8 +83,8 @@ def _memories_out(memories: list[Memory]) -> list[dict[str, Any]]:
     """Memories as the API shows them, superseded ones with the live end of their chain
     (one query, only when the page holds one)."""
     superseded = [m.pk for m in memories if m.superseded_by_id]
-    live = decisions.live_successors(superseded) if superseded else {}
-    return [s.memory_out(memory, live) for memory in memories]
+    live = supersedes.live_successors(superseded) if superseded else {}
+    return [memory_out(memory, live) for memory in memories]
 
 
 def _check_source(request: Request, source: str) -> None:
@@ -84,17 +98,17 @@ def _check_source(request: Request, source: str) -> None:
 class ProjectList(APIView):
     @extend_schema(
         operation_id="projects_list",
-        responses={200: s.ProjectListOut, **errors()},
+        responses={200: ProjectListOut, **errors()},
         summary="Projects the caller may see",
     )
     def get(self, request: Request) -> Response:
-        return Response({"projects": [s.project_out(p) for p in projects_for(request)]})
+        return Response({"projects": [project_out(p) for p in projects_for(request)]})
 
 
 class ProjectDetail(APIView):
-    @extend_schema(parameters=[PROJECT_PARAM], responses={200: s.ProjectOut, **errors()})
+    @extend_schema(parameters=[PROJECT_PARAM], responses={200: ProjectOut, **errors()})
     def get(self, request: Request, project: str) -> Response:
-        return Response(s.project_out(project_or_404(request, project)))
+        return Response(project_out(project_or_404(request, project)))
 
 
 class MemoryListCreate(generics.GenericAPIView):
@@ -102,7 +116,7 @@ class MemoryListCreate(generics.GenericAPIView):
     filterset_class = MemoryFilter
     pagination_class = MemoryPagination
     ordering = ["-created_at", "-id"]
-    serializer_class = s.MemoryOut
+    serializer_class = MemoryOut
     queryset = Memory.objects.none()
 
     def get_queryset(self) -> QuerySet[Memory]:
@@ -110,7 +124,7 @@ class MemoryListCreate(generics.GenericAPIView):
 
     @extend_schema(
         parameters=[PROJECT_PARAM],
-        responses={200: s.MemoryOut(many=True), **errors(400)},
+        responses={200: MemoryOut(many=True), **errors(400)},
         summary="List a project's memories",
     )
     def get(self, request: Request, project: str) -> Response:
@@ -120,8 +134,8 @@ class MemoryListCreate(generics.GenericAPIView):
 
     @extend_schema(
         parameters=[PROJECT_PARAM, IDEMPOTENCY_PARAM],
-        request=s.MemoryCreateIn,
-        responses={201: s.MemoryCreatedOut, **errors(*WRITE_ERRORS, 409)},
+        request=MemoryCreateIn,
+        responses={201: MemoryCreatedOut, **errors(*WRITE_ERRORS, 409)},
         summary="Store a memory",
         description="The answer also names the repeats and possible conflicts found as it was"
         " written (`conflicts`), and what `supersedes` did (`superseded`).",
@@ -133,7 +147,7 @@ class MemoryListCreate(generics.GenericAPIView):
         return retried_call(idempotent, request, target, lambda: self._create(request, target))
 
     def _create(self, request: Request, project: Project) -> Response:
-        data = valid(s.MemoryCreateIn, request.data)
+        data = valid(MemoryCreateIn, request.data)
         _check_source(request, data["source"])
         source_run = None
         if data["sourceRunId"] is not None:
@@ -145,12 +159,12 @@ class MemoryListCreate(generics.GenericAPIView):
             memory, superseded = self._store(request, project, data, source_run, optional)
         found = open_pairs(MemoryPair.objects.filter(Q(first=memory) | Q(second=memory)))
         body = {
-            **s.memory_out(memory),
+            **memory_out(memory),
             "superseded": {
                 "done": superseded.done,
                 "waiting": [pair.pk for pair in superseded.waiting],
             },
-            "conflicts": [s.conflict_out(pair) for pair in found.order_by("id")],
+            "conflicts": [conflict_out(pair) for pair in found.order_by("id")],
         }
         return created_response(body, "api:memory", project=project.slug, memory_id=memory.pk)
 
@@ -161,7 +175,7 @@ class MemoryListCreate(generics.GenericAPIView):
         data: dict[str, Any],
         source_run: Run | None,
         optional: dict[str, Any],
-    ) -> tuple[Memory, decisions.Superseded]:
+    ) -> tuple[Memory, supersedes.Superseded]:
         actor = actor_for(request)
         memory = services.memory_create(
             project=project,
@@ -176,41 +190,39 @@ class MemoryListCreate(generics.GenericAPIView):
             actor=actor,
             **optional,
         )
-        superseded = decisions.Superseded()
+        superseded = supersedes.Superseded()
         if data["supersedes"]:
-            superseded = decisions.supersede_on_create(
+            superseded = supersedes.supersede_on_create(
                 memory=memory, ids=data["supersedes"], actor=actor
             )
         return memory, superseded
 
 
 class MemoryDetail(APIView):
-    @extend_schema(
-        parameters=[PROJECT_PARAM, MEMORY_PARAM], responses={200: s.MemoryOut, **errors()}
-    )
+    @extend_schema(parameters=[PROJECT_PARAM, MEMORY_PARAM], responses={200: MemoryOut, **errors()})
     def get(self, request: Request, project: str, memory_id: int) -> Response:
         target = project_or_404(request, project)
         return Response(_memories_out([project_memory_or_404(target, memory_id)])[0])
 
     @extend_schema(
         parameters=[PROJECT_PARAM, MEMORY_PARAM],
-        request=s.MemoryUpdateIn,
-        responses={200: s.MemoryOut, **errors(*WRITE_ERRORS)},
+        request=MemoryUpdateIn,
+        responses={200: MemoryOut, **errors(*WRITE_ERRORS)},
         summary="Change what a memory says",
     )
     def patch(self, request: Request, project: str, memory_id: int) -> Response:
         target = project_or_404(request, project)
         memory = project_memory_or_404(target, memory_id)
         require_reviewer(request, target, "change memories")
-        data = valid(s.MemoryUpdateIn, request.data)
+        data = valid(MemoryUpdateIn, request.data)
         names = {"relevanceScore": "relevance_score", "expiresAt": "expires_at"}
         changes = {names.get(k, k): v for k, v in data.items() if k != "reason"}
         if not changes:
-            return Response(s.memory_out(memory))  # nothing to change: a no-op, no history
+            return Response(memory_out(memory))  # nothing to change: a no-op, no history
         services.memory_update(
             memory=memory, actor=actor_for(request), reason=data.get("reason", ""), **changes
         )
-        return Response(s.memory_out(project_memory_or_404(target, memory_id)))
+        return Response(memory_out(project_memory_or_404(target, memory_id)))
 
     @extend_schema(
         parameters=[PROJECT_PARAM, MEMORY_PARAM],
@@ -230,36 +242,36 @@ class MemoryApprove(APIView):
     @extend_schema(
         parameters=[PROJECT_PARAM, MEMORY_PARAM],
         request=None,
-        responses={200: s.MemoryOut, **errors(403)},
+        responses={200: MemoryOut, **errors(403)},
         summary="Approve (reviewers only): confidence 1.0",
     )
     def patch(self, request: Request, project: str, memory_id: int) -> Response:
         target = project_or_404(request, project)
         memory = project_memory_or_404(target, memory_id)
         services.memory_approve(memory=memory, actor=actor_for(request))
-        return Response(s.memory_out(project_memory_or_404(target, memory_id)))
+        return Response(memory_out(project_memory_or_404(target, memory_id)))
 
 
 class MemoryReject(APIView):
     @extend_schema(
         parameters=[PROJECT_PARAM, MEMORY_PARAM],
-        request=s.RejectIn,
-        responses={200: s.MemoryOut, **errors(*WRITE_ERRORS)},
+        request=RejectIn,
+        responses={200: MemoryOut, **errors(*WRITE_ERRORS)},
         summary="Reject (reviewers only): inactive",
     )
     def patch(self, request: Request, project: str, memory_id: int) -> Response:
         target = project_or_404(request, project)
         memory = project_memory_or_404(target, memory_id)
-        data = valid(s.RejectIn, request.data or {})
+        data = valid(RejectIn, request.data or {})
         services.memory_reject(memory=memory, actor=actor_for(request), reason=data["reason"])
-        return Response(s.memory_out(project_memory_or_404(target, memory_id)))
+        return Response(memory_out(project_memory_or_404(target, memory_id)))
 
 
 class MemoryFlag(APIView):
     @extend_schema(
         parameters=[PROJECT_PARAM, MEMORY_PARAM],
-        request=s.FlagIn,
-        responses={200: s.MemoryOut, **errors(*WRITE_ERRORS)},
+        request=FlagIn,
+        responses={200: MemoryOut, **errors(*WRITE_ERRORS)},
         summary="Flag a memory that looks wrong or stale: it waits for re-review",
         description="Sets `staleAt` (and `staleRef` to `flagged`) and records the reason in"
         " the memory's history; a reviewer's approval clears the flag. Flagging again keeps"
@@ -269,7 +281,7 @@ class MemoryFlag(APIView):
         target = project_or_404(request, project)
         memory = project_memory_or_404(target, memory_id)
         require_reviewer(request, target, "flag memories")
-        data = valid(s.FlagIn, request.data)
+        data = valid(FlagIn, request.data)
         services.memory_flag(memory=memory, actor=actor_for(request), reason=data["reason"])
         return Response(_memories_out([project_memory_or_404(target, memory_id)])[0])
 
@@ -278,7 +290,7 @@ class MemoryRestore(APIView):
     @extend_schema(
         parameters=[PROJECT_PARAM, MEMORY_PARAM],
         request=None,
-        responses={200: s.MemoryOut, **errors(403, 409)},
+        responses={200: MemoryOut, **errors(403, 409)},
         summary="Restore an archived memory (evicted, merged or cleared): active again",
     )
     def post(self, request: Request, project: str, memory_id: int) -> Response:
@@ -288,14 +300,14 @@ class MemoryRestore(APIView):
         if memory.archived_at is None:
             raise ConflictError("This memory is not archived: there is nothing to restore.")
         services.memories_restore(memory_ids=[memory.pk], actor=actor_for(request))
-        return Response(s.memory_out(project_memory_or_404(target, memory_id)))
+        return Response(memory_out(project_memory_or_404(target, memory_id)))
 
 
 class MemoryRestoreContent(APIView):
     @extend_schema(
         parameters=[PROJECT_PARAM, MEMORY_PARAM],
         request=None,
-        responses={200: s.MemoryOut, **errors(403, 409)},
+        responses={200: MemoryOut, **errors(403, 409)},
         summary="Give a compressed memory its original content back",
     )
     def post(self, request: Request, project: str, memory_id: int) -> Response:
@@ -305,16 +317,16 @@ class MemoryRestoreContent(APIView):
         result = services.memories_restore_content(memory_ids=[memory.pk], actor=actor_for(request))
         if not result.changed:
             raise ConflictError("This memory has no compressed content to restore.")
-        return Response(s.memory_out(project_memory_or_404(target, memory_id)))
+        return Response(memory_out(project_memory_or_404(target, memory_id)))
 
 
 class MemoryHistory(generics.GenericAPIView):
     pagination_class = EventPagination
-    serializer_class = s.EventOut
+    serializer_class = EventOut
 
     @extend_schema(
         parameters=[PROJECT_PARAM, MEMORY_PARAM],
-        responses={200: s.EventOut(many=True), **errors(400)},
+        responses={200: EventOut(many=True), **errors(400)},
         summary="Every change to a memory: who, what, why",
     )
     def get(self, request: Request, project: str, memory_id: int) -> Response:
@@ -324,7 +336,7 @@ class MemoryHistory(generics.GenericAPIView):
             raise NotFound(f"No memory {memory_id} in project {target.slug}.")
         page = self.paginate_queryset(events)
         assert page is not None
-        return self.get_paginated_response([s.event_out(event) for event in page])
+        return self.get_paginated_response([event_out(event) for event in page])
 
 
 class GlobalMemories(generics.GenericAPIView):
@@ -332,7 +344,7 @@ class GlobalMemories(generics.GenericAPIView):
     filterset_class = MemoryFilter
     pagination_class = MemoryPagination
     ordering = ["-created_at", "-id"]
-    serializer_class = s.MemoryOut
+    serializer_class = MemoryOut
     queryset = Memory.objects.none()
 
     def get_queryset(self) -> QuerySet[Memory]:
@@ -343,7 +355,7 @@ class GlobalMemories(generics.GenericAPIView):
         )
 
     @extend_schema(
-        responses={200: s.MemoryOut(many=True), **errors(400)},
+        responses={200: MemoryOut(many=True), **errors(400)},
         summary="Global memories (active ones by default; `active=false` for proposals)",
         description="A proposal not yet approved is listed only for global reviewers and the"
         " project that proposed it.",
@@ -352,17 +364,17 @@ class GlobalMemories(generics.GenericAPIView):
         require_global_reader(request)
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         assert page is not None
-        return self.get_paginated_response([s.memory_out(memory) for memory in page])
+        return self.get_paginated_response([memory_out(memory) for memory in page])
 
     @extend_schema(
-        request=s.GlobalMemoryCreateIn,
-        responses={201: s.MemoryOut, **errors(*WRITE_ERRORS)},
+        request=GlobalMemoryCreateIn,
+        responses={201: MemoryOut, **errors(*WRITE_ERRORS)},
         summary="Propose a global memory (inactive until a reviewer approves it)",
     )
     def post(self, request: Request) -> Response:
         require_global_reader(request)
         require_proposer(request)
-        data = valid(s.GlobalMemoryCreateIn, request.data)
+        data = valid(GlobalMemoryCreateIn, request.data)
         _check_source(request, data["source"])
         memory = services.memory_create(
             project=None,
@@ -374,43 +386,43 @@ class GlobalMemories(generics.GenericAPIView):
             summary=data.get("summary"),
             actor=actor_for(request),
         )
-        return created_response(s.memory_out(memory), "api:global-memory", memory_id=memory.pk)
+        return created_response(memory_out(memory), "api:global-memory", memory_id=memory.pk)
 
 
 class GlobalMemoryDetail(APIView):
-    @extend_schema(parameters=[MEMORY_PARAM], responses={200: s.MemoryOut, **errors()})
+    @extend_schema(parameters=[MEMORY_PARAM], responses={200: MemoryOut, **errors()})
     def get(self, request: Request, memory_id: int) -> Response:
         require_global_reader(request)
-        return Response(s.memory_out(global_memory_or_404(request, memory_id)))
+        return Response(memory_out(global_memory_or_404(request, memory_id)))
 
 
 class GlobalMemoryApprove(APIView):
     @extend_schema(
         parameters=[MEMORY_PARAM],
         request=None,
-        responses={200: s.MemoryOut, **errors(403)},
+        responses={200: MemoryOut, **errors(403)},
         summary="Approve a global memory (reviewers only): it becomes active",
     )
     def patch(self, request: Request, memory_id: int) -> Response:
         require_global_reader(request)
         memory = global_memory_or_404(request, memory_id)
         services.memory_approve(memory=memory, actor=actor_for(request))
-        return Response(s.memory_out(global_memory_or_404(request, memory_id)))
+        return Response(memory_out(global_memory_or_404(request, memory_id)))
 
 
 class GlobalMemoryReject(APIView):
     @extend_schema(
         parameters=[MEMORY_PARAM],
-        request=s.RejectIn,
-        responses={200: s.MemoryOut, **errors(*WRITE_ERRORS)},
+        request=RejectIn,
+        responses={200: MemoryOut, **errors(*WRITE_ERRORS)},
         summary="Reject a global memory (reviewers only)",
     )
     def patch(self, request: Request, memory_id: int) -> Response:
         require_global_reader(request)
         memory = global_memory_or_404(request, memory_id)
-        data = valid(s.RejectIn, request.data or {})
+        data = valid(RejectIn, request.data or {})
         services.memory_reject(memory=memory, actor=actor_for(request), reason=data["reason"])
-        return Response(s.memory_out(global_memory_or_404(request, memory_id)))
+        return Response(memory_out(global_memory_or_404(request, memory_id)))
 
 
 class ProjectExport(APIView):
@@ -437,7 +449,7 @@ def _export_lines(project: Project) -> Iterator[bytes]:
     renderer = JSONRenderer()
     memories = _memories(project).order_by("id")
     for memory in memories.iterator(chunk_size=1000):
-        yield renderer.render({"kind": "memory", **s.memory_out(memory)}) + b"\n"
+        yield renderer.render({"kind": "memory", **memory_out(memory)}) + b"\n"
     runs = (
         Run.objects.filter(project=project)
         .order_by("id")
@@ -454,5 +466,5 @@ def _export_lines(project: Project) -> Iterator[bytes]:
     )
     for run in runs.iterator(chunk_size=500):
         yield (
-            renderer.render({"kind": "run", **s.run_out(run), "given": run.given_memories}) + b"\n"
+            renderer.render({"kind": "run", **run_out(run), "given": run.given_memories}) + b"\n"
         )

@@ -12,8 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory_layer_client.budget import DEFAULT_SHARES, Share, allocate
-
+from assembly.budget import DEFAULT_SHARES, Share, allocate
 from assembly.diversity import Seen
 from assembly.render import memory_line, render_section
 from memories.tokens import count_line_tokens, count_tokens

@@ -1,151 +1,47 @@
-"""Context assembly: the best memories for a task, fitted exactly into a token budget."""
+"""Context assembly: the best memories for a task, fitted exactly into a token budget.
+
+The request and its validation are assembly.requests; this module assembles, caches and
+records.
+"""
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
-from memory_layer_client.budget import Share
 
 from assembly import cache
 from assembly.coherence import OpenPair, Settled, coherence, settle
 from assembly.metrics import ASSEMBLY_SECONDS, CACHE_REQUESTS, COHERENCE
-from assembly.packing import LODS, Packed, Weights, pack, rank, weights_in_force
-from assembly.render import PROMPT_PARTS, render_prompt
+from assembly.packing import Packed, Weights, pack, rank, weights_in_force
+from assembly.render import render_prompt
+from assembly.requests import (
+    MAX_TIME_BUDGET_MS,
+    ContextRequest,
+    identity_digest,
+    shares_for,
+    validate_request,
+)
 from assembly.results import Context, ContextWarning, Coverage, Dropped, Item, Metadata
 from assembly.sources import SOURCES, SourceResult, fetch_all
 from knowledge import embeddings, queries
 from memories import services as memory_services
 from memories.actors import Actor
-from memories.models import MemoryPolicy, Project, Run
+from memories.models import Project, Run
 from memories.services import uses
 from memories.text import clean_write_scope
-from memories.tokens import SUPPORTED_ENCODINGS, count_tokens
+from memories.tokens import count_tokens
 
-FORMATS = ("section", "prompt")
 EXCLUDED_SHOWN = 20
 
-
-@dataclass(frozen=True)
-class ContextRequest:
-    token_budget: int
-    write_scope: tuple[str, ...] = ()
-    intent: str = ""
-    entities: tuple[str, ...] = ()
-    response_reserve: int = 0
-    limit: int | None = None
-    lod: str = "atomic"
-    time_budget_ms: int | None = None
-    sources: tuple[str, ...] = SOURCES
-    run_id: int | None = None
-    format: str = "section"
-    encoding: str = "o200k_base"
-    prompt: Mapping[str, str] = field(default_factory=dict)
-    shares: Mapping[str, Share] | None = None
-    ids: bool = False
-
-    def recorded(self) -> dict[str, Any]:
-        """What a run keeps of the request that gave it memories (its parts that decide the
-        ranking, for a fit of the weights to ask again: assembly.ranking)."""
-        return {
-            "token_budget": self.token_budget,
-            "response_reserve": self.response_reserve,
-            "write_scope": list(self.write_scope),
-            "intent": self.intent,
-            "entities": list(self.entities),
-            "limit": self.limit,
-            "lod": self.lod,
-            "sources": list(self.sources),
-            "encoding": self.encoding,
-            "format": self.format,
-            "prompt": dict(self.prompt),
-            "ids": self.ids,
-        }
-
-    @classmethod
-    def from_recorded(cls, recorded: Mapping[str, Any], **changes: Any) -> ContextRequest:
-        values = {
-            name: tuple(value) if isinstance(value, list) else value
-            for name, value in recorded.items()
-        }
-        return cls(**{**values, **changes})
-
-    def cache_digest(self, policy: MemoryPolicy) -> str:
-        """Everything that decides the result (the run only decides where it is recorded):
-        the request and the project's policy (an edited policy is a different result)."""
-        described = asdict(self)
-        described.pop("run_id")
-        described.pop("time_budget_ms")
-        described["prompt"] = dict(self.prompt)
-        described["run_scoped"] = self.run_id if "run" in self.sources else None
-        return _digest(described, policy)
-
-
-def _digest(described: Any, policy: MemoryPolicy) -> str:
-    policy_state = [
-        getattr(policy, f.attname) for f in policy._meta.concrete_fields if not f.primary_key
-    ]
-    return hashlib.sha256(
-        json.dumps([described, policy_state], sort_keys=True, default=str).encode()
-    ).hexdigest()
-
-
-def identity_digest(identity: str, policy: MemoryPolicy) -> str:
-    """The cache key of a request named by its caller's own ``identity`` (the API: its
-    canonical JSON body), under the project's policy."""
-    return _digest({"identity": identity}, policy)
-
-
-def _validate(project: Project, request: ContextRequest) -> tuple[int, int]:
-    errors: dict[str, str] = {}
-    pool = request.token_budget - request.response_reserve
-    if request.token_budget <= 0:
-        errors["token_budget"] = "Must be more than 0."
-    elif request.response_reserve < 0:
-        errors["response_reserve"] = "Must be 0 or more."
-    elif pool <= 0:
-        errors["response_reserve"] = "Leaves no tokens: keep it below tokenBudget."
-    if request.lod not in LODS:
-        errors["lod"] = f"Use one of: {', '.join(LODS)}."
-    if request.format not in FORMATS:
-        errors["format"] = f"Use one of: {', '.join(FORMATS)}."
-    if request.encoding not in SUPPORTED_ENCODINGS:
-        errors["encoding"] = f"Use one of: {', '.join(SUPPORTED_ENCODINGS)}."
-    unknown = set(request.sources) - set(SOURCES)
-    if unknown or not request.sources:
-        errors["sources"] = f"Use one or more of: {', '.join(SOURCES)}."
-    if set(request.prompt) - set(PROMPT_PARTS):
-        errors["prompt"] = f"Prompt sections are: {', '.join(PROMPT_PARTS)}."
-    limit = request.limit or project.policy.selection_limit
-    if not 1 <= limit <= 1000:
-        errors["limit"] = "Must be from 1 to 1000."
-    if errors:
-        raise ValidationError(errors)
-    return pool, limit
-
-
-def _shares(project: Project, request: ContextRequest) -> dict[str, Share]:
-    policy = project.policy
-    shares = {
-        "run": Share.auto(policy.share_run),
-        "project": Share.auto(policy.share_project),
-        "global": Share.auto(policy.share_global),
-    }
-    shares.update(request.shares or {})
-    return {name: share for name, share in shares.items() if name in request.sources}
-
-
-# The longest a request may ask assembly to take: well inside a web worker's timeout (30 s).
-MAX_TIME_BUDGET_MS = 10_000
 
 # Warnings of an answer that lacks a part: never kept in the cache.
 DEGRADED = frozenset({"SOURCE_TIMEOUT", "SEMANTIC_UNAVAILABLE"})
@@ -171,7 +67,7 @@ def context_assemble(
     name a repeat before validating it (see context_replay); ``encode`` gives the answer as
     that caller sends it, kept with it in the cache for context_replay to send as it is."""
     started = time.perf_counter()
-    pool, limit = _validate(project, request)
+    pool, limit = validate_request(project, request)
     write_scope = clean_write_scope(list(request.write_scope))
     run = None
     if request.run_id is not None:
@@ -291,7 +187,7 @@ def context_ranked(*, project: Project, recorded: Mapping[str, Any], weights: We
     """The memories a recorded request (ContextRequest.recorded) would be given now if the
     project ranked with ``weights``: assembled afresh, never cached, nothing recorded."""
     request = ContextRequest.from_recorded(recorded)
-    pool, limit = _validate(project, request)
+    pool, limit = validate_request(project, request)
     policy = copy.copy(project.policy)
     for name, value in asdict(weights).items():
         setattr(policy, f"weight_{name}", value)
@@ -358,7 +254,7 @@ def _assemble(
         limit=limit,
         lod=request.lod,
         encoding=request.encoding,
-        shares=_shares(project, request),
+        shares=shares_for(project, request),
         similar=policy.similar_threshold,
         ids=request.ids,
         **({"render": render} if render else {}),

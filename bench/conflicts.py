@@ -46,7 +46,7 @@ def main() -> int:
     django.setup()
     import numpy as np
 
-    from knowledge import contradictions, embeddings
+    from knowledge import contradictions, embeddings, reading
     from memories.models import MemoryPolicy
 
     similarity = MemoryPolicy._meta.get_field("pair_similarity").default
@@ -74,7 +74,7 @@ def main() -> int:
         timings = []
         for pair, cosine in zip(pairs, run_cosines, strict=True):
             t0 = time.perf_counter()
-            contradictions.read.cache_clear()
+            reading.read.cache_clear()
             verdict = contradictions.compare(
                 pair["a"]["content"],
                 pair["b"]["content"],

@@ -220,7 +220,8 @@ def create_project(
 
 def ask(project: Any, task: Task, budget: int, *, run_id: int | None = None) -> Any:
     """The real assembly's answer to a task (cache off; recorded only for a run)."""
-    from assembly.services import ContextRequest, context_assemble
+    from assembly.requests import ContextRequest
+    from assembly.services import context_assemble
     from memories.actors import Actor
 
     return context_assemble(

@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from knowledge import decisions
 from knowledge.models import MemoryPair
 from memories.actors import Actor
-from memories.admin import ByProjectRole, require_role
+from memories.admin.access import ByProjectRole, require_role
 from memories.models import Role
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from review import ranking, views
+from review.views import actions, conflicts, dashboard, memories, preview, queue, ranking, runs
 
 app_name = "review"
 
@@ -8,31 +8,31 @@ project = "projects/<slug:slug>"
 memory = "memories/<int:pk>"
 
 urlpatterns = [
-    path("", views.dashboard, name="dashboard"),
-    path("queue/", views.queue, name="queue"),
-    path(f"{project}/queue/", views.queue, name="project-queue"),
-    path(f"{project}/memories/", views.memory_list, name="memories"),
-    path(f"{project}/preview/", views.preview, name="preview"),
-    path(f"{project}/runs/", views.runs, name="runs"),
-    path(f"{project}/runs/<int:pk>/", views.run_detail, name="run"),
+    path("", dashboard.dashboard, name="dashboard"),
+    path("queue/", queue.queue, name="queue"),
+    path(f"{project}/queue/", queue.queue, name="project-queue"),
+    path(f"{project}/memories/", memories.memory_list, name="memories"),
+    path(f"{project}/preview/", preview.preview, name="preview"),
+    path(f"{project}/runs/", runs.runs, name="runs"),
+    path(f"{project}/runs/<int:pk>/", runs.run_detail, name="run"),
     path(f"{project}/ranking/", ranking.ranking, name="ranking"),
     path(
         f"{project}/ranking/<int:pk>/restore/",
         ranking.ranking_restore,
         name="ranking-restore",
     ),
-    path("conflicts/", views.conflicts, name="conflicts"),
-    path(f"{project}/conflicts/", views.conflicts, name="project-conflicts"),
-    path("conflicts/<int:pk>/", views.conflict_detail, name="conflict"),
-    path("conflicts/<int:pk>/decide/", views.conflict_action, name="conflict-decide"),
-    path("conflicts/bulk/", views.conflict_bulk, name="conflict-bulk"),
-    path(f"{memory}/", views.memory_detail, name="memory"),
-    path(f"{memory}/row/", views.memory_row, name="memory-row"),
-    path(f"{memory}/edit/", views.memory_edit, name="memory-edit"),
-    path("memories/bulk/", views.memory_bulk, name="memory-bulk"),
-    path("undo/", views.undo, name="undo"),
+    path("conflicts/", conflicts.conflicts, name="conflicts"),
+    path(f"{project}/conflicts/", conflicts.conflicts, name="project-conflicts"),
+    path("conflicts/<int:pk>/", conflicts.conflict_detail, name="conflict"),
+    path("conflicts/<int:pk>/decide/", conflicts.conflict_action, name="conflict-decide"),
+    path("conflicts/bulk/", conflicts.conflict_bulk, name="conflict-bulk"),
+    path(f"{memory}/", memories.memory_detail, name="memory"),
+    path(f"{memory}/row/", actions.memory_row, name="memory-row"),
+    path(f"{memory}/edit/", actions.memory_edit, name="memory-edit"),
+    path("memories/bulk/", actions.memory_bulk, name="memory-bulk"),
+    path("undo/", actions.undo, name="undo"),
     *(
-        path(f"{memory}/{action}/", views.memory_action, {"action": action}, name=action)
-        for action in views.ACTIONS
+        path(f"{memory}/{action}/", actions.memory_action, {"action": action}, name=action)
+        for action in actions.ACTIONS
     ),
 ]

@@ -115,6 +115,10 @@ class Memory(models.Model):
         editable=False,
         db_index=False,
     )
+    # The runs it was given to (``run.memories`` the other way), with rank and score.
+    runs: models.ManyToManyField[Run, RunMemory] = models.ManyToManyField(
+        Run, through="RunMemory", related_name="memories", blank=True
+    )
     superseded_at = models.DateTimeField(null=True, blank=True, editable=False)
     superseded_actor = models.CharField(max_length=200, blank=True, editable=False, db_default="")
     stale_at = models.DateTimeField(null=True, blank=True, editable=False)

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
-from memories.models.choices import (
-    RunStatus,
-    in_choices,
-)
+from memories.models.choices import RunStatus, in_choices
 from memories.models.projects import Project
-
-if TYPE_CHECKING:
-    from memories.models.memory import Memory, RunMemory
 
 
 class Run(models.Model):
@@ -32,9 +24,8 @@ class Run(models.Model):
     # What it asked the assembly for when it was first given memories (its intent, write
     # scope, budget...): a fit of the ranking asks again with other weights.
     context_request = models.JSONField(null=True, blank=True)
-    memories: models.ManyToManyField[Memory, RunMemory] = models.ManyToManyField(
-        "Memory", through="RunMemory", related_name="runs", blank=True
-    )
+    # ``run.memories``: the memories it was given, declared on Memory (``Memory.runs``), so
+    # that this module needs nothing of memory.py, which imports it.
 
     class Meta:
         ordering = ["-started_at", "-id"]

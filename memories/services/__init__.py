@@ -1,7 +1,8 @@
 """Every write to the memory store goes through these functions (and the history rows of
 the set-based policy jobs through memories.history).
 
-Typed, keyword-only ``<entity>_<action>`` functions, one module per entity: memories,
+Typed, keyword-only ``<entity>_<action>`` functions, one module per entity: memories
+(created and edited in ``memories``, reviewed in ``reviews``, taken back in ``restores``),
 runs, projects, API keys, uses. Each change to a memory is made under a row lock and
 recorded as a history row with who, what and why; bulk operations are the same code path
 as single ones (the admin's bulk approve and the API's approve both end in
@@ -12,26 +13,30 @@ from memories.services.changes import ChangeResult
 from memories.services.keys import api_key_create, api_key_revoke, api_key_touch
 from memories.services.memories import (
     INITIAL_CONFIDENCE,
-    Undone,
-    memories_approve,
     memories_change_type,
     memories_clear_expiry,
-    memories_delete,
     memories_extend_expiry,
     memories_promote,
-    memories_reject,
-    memories_restore,
-    memories_restore_content,
     memories_set_active,
     memories_set_pinned,
-    memories_undo,
-    memory_approve,
     memory_create,
-    memory_flag,
-    memory_reject,
     memory_update,
 )
 from memories.services.projects import project_create
+from memories.services.restores import (
+    Undone,
+    memories_delete,
+    memories_restore,
+    memories_restore_content,
+    memories_undo,
+)
+from memories.services.reviews import (
+    memories_approve,
+    memories_reject,
+    memory_approve,
+    memory_flag,
+    memory_reject,
+)
 from memories.services.runs import (
     OUTCOME_STEP,
     OutcomeResult,

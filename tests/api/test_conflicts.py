@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge import decisions
+from knowledge import supersedes
 from knowledge.models import MemoryPair
 from memories import services
 from memories.models import Memory
@@ -165,8 +165,8 @@ def test_resolve_needs_the_memory_it_names(reviewer_client, project, make_memory
 
 def test_live_successor_follows_a_chain(reviewer_client, project, make_memory, reviewer_actor):
     a, b, c = (make_memory(project=project) for _ in range(3))
-    decisions.memory_supersede(memory=a, by=b, actor=reviewer_actor)
-    decisions.memory_supersede(memory=b, by=c, actor=reviewer_actor)
+    supersedes.memory_supersede(memory=a, by=b, actor=reviewer_actor)
+    supersedes.memory_supersede(memory=b, by=c, actor=reviewer_actor)
     body = reviewer_client.get(url(project, "memories", a.pk)).json()
     assert (body["supersededBy"], body["liveSuccessor"]) == (b.pk, c.pk)
     listed = reviewer_client.get(url(project, "memories") + "?active=false").json()["memories"]

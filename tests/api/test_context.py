@@ -188,7 +188,7 @@ def test_the_cache_keeps_the_api_answer_as_sent_and_ignores_entries_it_did_not_w
 
     from api.context import _identity
     from assembly import cache
-    from assembly.services import identity_digest
+    from assembly.requests import identity_digest
 
     make_memory(project=project, content="Cached as sent.")
     agent = client_with_key(project)

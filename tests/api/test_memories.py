@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from api.serializers import MemoryCreatedOut, MemoryOut, memory_out
+from api.serializers.memories import MemoryCreatedOut, MemoryOut, memory_out
 from memories import services
 from memories.actors import Actor
 from memories.models import Memory, MemoryEvent

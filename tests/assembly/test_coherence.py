@@ -7,7 +7,8 @@ import pytest
 from django.test import Client
 
 from assembly.coherence import OpenPair, coherence
-from assembly.services import ContextRequest, context_assemble
+from assembly.requests import ContextRequest
+from assembly.services import context_assemble
 from knowledge import decisions
 from knowledge.models import MemoryPair
 from memories import services

@@ -8,7 +8,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from assembly.services import ContextRequest, context_assemble
+from assembly.requests import ContextRequest
+from assembly.services import context_assemble
 from memories import services
 from memories.actors import Actor
 from memories.models import Memory, Run

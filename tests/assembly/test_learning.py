@@ -173,7 +173,8 @@ def test_held_back_runs_are_asked_again_for_real_when_they_kept_their_requests(
     """Runs given memories by the assembly keep their request; the fit's check assembles
     each held-back one again with the old and the new weights."""
     from assembly import ranking
-    from assembly.services import ContextRequest, context_assemble
+    from assembly.requests import ContextRequest
+    from assembly.services import context_assemble
 
     for n in range(6):
         make_memory(project=project, tags=[f"src/app/part{n}/**"], content=f"Part {n} note.")

@@ -6,8 +6,8 @@ from functools import partial
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memory_layer_client.budget import DEFAULT_SHARES, Share, allocate
 
+from assembly.budget import DEFAULT_SHARES, Share, allocate
 from assembly.packing import LODS, Candidate, Weights, pack, rank
 from assembly.render import PROMPT_PARTS, render_prompt
 from memories.tokens import SUPPORTED_ENCODINGS, count_tokens

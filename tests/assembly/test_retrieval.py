@@ -7,8 +7,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from assembly.requests import ContextRequest
 from assembly.scope import scope_grade, scope_keys, specificity
-from assembly.services import ContextRequest, context_assemble
+from assembly.services import context_assemble
 from memories.actors import Actor
 from memories.models import Memory
 from memories.statistics import forget_common_words

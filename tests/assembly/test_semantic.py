@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from assembly.services import ContextRequest, context_assemble
+from assembly.requests import ContextRequest
+from assembly.services import context_assemble
 from knowledge import embeddings
 from memories.actors import Actor
 from memories.models import MemoryPolicy

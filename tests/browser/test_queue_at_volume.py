@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memories.models import Memory, ReviewStatus
-from review.views import PAGE_SIZE
+from review.views.parts import PAGE_SIZE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

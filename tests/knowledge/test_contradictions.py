@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from knowledge import embeddings
-from knowledge.contradictions import CONFLICT, REPEAT, Verdict, read
+from knowledge.contradictions import CONFLICT, REPEAT, Verdict
 from knowledge.contradictions import compare as compare_words
+from knowledge.reading import read
 
 
 def compare(a: str, b: str) -> Verdict:

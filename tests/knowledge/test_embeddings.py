@@ -131,7 +131,8 @@ def test_an_openai_compatible_endpoint_replaces_the_model(
     )
     assert request["input"] == ["Caching the invoice list."]
     # The intent is embedded by the same endpoint, and the memory's vector is compared.
-    from assembly.services import ContextRequest, context_assemble
+    from assembly.requests import ContextRequest
+    from assembly.services import context_assemble
 
     result = context_assemble(
         project=project, request=ContextRequest(token_budget=500, intent="invoice caching"),
@@ -165,7 +166,8 @@ def test_vectors_of_another_model_are_stale(project, make_memory, embeddings_end
 def test_a_task_the_endpoint_failed_to_embed_is_asked_again(
     project, make_memory, embeddings_endpoint
 ):
-    from assembly.services import ContextRequest, context_assemble
+    from assembly.requests import ContextRequest
+    from assembly.services import context_assemble
 
     _, _, state = embeddings_endpoint
     make_memory(project=project, content="Caching the invoice list.")
@@ -184,7 +186,8 @@ def test_a_task_the_endpoint_failed_to_embed_is_asked_again(
 def test_a_slow_endpoint_cannot_hold_a_request_past_its_time_budget(
     project, make_memory, embeddings_endpoint
 ):
-    from assembly.services import ContextRequest, context_assemble
+    from assembly.requests import ContextRequest
+    from assembly.services import context_assemble
 
     _, _, state = embeddings_endpoint
     make_memory(project=project, content="Caching the invoice list.")

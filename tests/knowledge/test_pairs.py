@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 
-from knowledge import decisions, embeddings, pairs
+from knowledge import decisions, embeddings, pairs, supersedes
 from knowledge.models import MemoryPair
 from memories import services
 from memories.actors import Actor
@@ -173,7 +173,7 @@ def test_a_reviewer_supersedes_at_once_and_restore_brings_it_back(
 ):
     old = make_memory(project=project, content=TEN)
     new = make_memory(project=project, content=THIRTY)
-    result = decisions.memory_supersede(memory=old, by=new, actor=reviewer_actor, reason="newer")
+    result = supersedes.memory_supersede(memory=old, by=new, actor=reviewer_actor, reason="newer")
     assert (result.done, result.waiting) == ([old.pk], [])
     old.refresh_from_db()
     assert (old.active, old.tier, old.superseded_by_id) == (False, "frozen", new.pk)
@@ -195,13 +195,13 @@ def test_a_reviewer_supersedes_at_once_and_restore_brings_it_back(
 
 def test_a_chain_of_supersedes_resolves_to_the_live_memory(project, make_memory, reviewer_actor):
     a, b, c = (make_memory(project=project) for _ in range(3))
-    decisions.memory_supersede(memory=a, by=b, actor=reviewer_actor)
+    supersedes.memory_supersede(memory=a, by=b, actor=reviewer_actor)
     b.refresh_from_db()
-    decisions.memory_supersede(memory=b, by=c, actor=reviewer_actor)
-    assert decisions.live_successors([a.pk, b.pk, c.pk]) == {a.pk: c.pk, b.pk: c.pk}
+    supersedes.memory_supersede(memory=b, by=c, actor=reviewer_actor)
+    assert supersedes.live_successors([a.pk, b.pk, c.pk]) == {a.pk: c.pk, b.pk: c.pk}
     # Restoring the middle one makes it the live end of the first one's chain.
     services.memories_restore(memory_ids=[b.pk], actor=reviewer_actor)
-    assert decisions.live_successors([a.pk]) == {a.pk: b.pk}
+    assert supersedes.live_successors([a.pk]) == {a.pk: b.pk}
 
 
 def test_a_supersede_that_would_make_a_cycle_or_repeat_itself_is_refused(
@@ -209,14 +209,14 @@ def test_a_supersede_that_would_make_a_cycle_or_repeat_itself_is_refused(
 ):
     a, b = make_memory(project=project), make_memory(project=project)
     with pytest.raises(ValidationError):
-        decisions.memory_supersede(memory=a, by=a, actor=reviewer_actor)
-    decisions.memory_supersede(memory=a, by=b, actor=reviewer_actor)
+        supersedes.memory_supersede(memory=a, by=a, actor=reviewer_actor)
+    supersedes.memory_supersede(memory=a, by=b, actor=reviewer_actor)
     b.refresh_from_db()
     a.refresh_from_db()
     with pytest.raises(ValidationError, match="itself superseded"):
-        decisions.memory_supersede(memory=b, by=a, actor=reviewer_actor)
+        supersedes.memory_supersede(memory=b, by=a, actor=reviewer_actor)
     with pytest.raises(Conflict, match="already superseded"):
-        decisions.memory_supersede(memory=a, by=b, actor=reviewer_actor)
+        supersedes.memory_supersede(memory=a, by=b, actor=reviewer_actor)
 
 
 def test_an_agents_supersede_of_an_approved_memory_waits_for_a_reviewer(
@@ -225,7 +225,7 @@ def test_an_agents_supersede_of_an_approved_memory_waits_for_a_reviewer(
     old = make_memory(project=project, content=TEN)
     services.memory_approve(memory=old, actor=reviewer_actor)
     new = make_memory(project=project, content=THIRTY, actor=agent_actor)
-    result = decisions.memory_supersede(memory=old, by=new, actor=agent_actor, reason="measured")
+    result = supersedes.memory_supersede(memory=old, by=new, actor=agent_actor, reason="measured")
     assert result.done == []
     [pair] = result.waiting
     assert (pair.kind, pair.status) == ("conflict", "open")
@@ -246,7 +246,7 @@ def test_an_agents_supersede_of_an_approved_memory_waits_for_a_reviewer(
 def test_an_agents_supersede_of_a_pending_memory_takes_effect(project, make_memory, agent_actor):
     old = make_memory(project=project, content=TEN, actor=agent_actor)
     new = make_memory(project=project, content=THIRTY, actor=agent_actor)
-    assert decisions.memory_supersede(memory=old, by=new, actor=agent_actor).done == [old.pk]
+    assert supersedes.memory_supersede(memory=old, by=new, actor=agent_actor).done == [old.pk]
 
 
 def test_merge_makes_one_memory_and_supersedes_both(project, make_memory, reviewer_actor):

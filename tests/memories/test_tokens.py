@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from memory_layer_client import tokens as shared
 
 from memories import tokens
 
@@ -25,17 +24,17 @@ def test_encodings_load_offline_and_encode_like_tiktoken(name, text, expected):
 
 
 def test_seeded_cache_holds_the_official_vocabularies(settings, tmp_path):
-    for name, (address, sha256) in shared.VOCABULARIES.items():
-        shared.seed_cache(name, tmp_path)
+    for name, (address, sha256) in tokens.VOCABULARIES.items():
+        tokens.seed_cache(name, tmp_path)
         cached = tmp_path / hashlib.sha1(address.encode()).hexdigest()
         assert hashlib.sha256(cached.read_bytes()).hexdigest() == sha256
 
 
 def test_a_corrupt_cache_file_is_replaced(tmp_path):
-    address, sha256 = shared.VOCABULARIES["cl100k_base"]
+    address, sha256 = tokens.VOCABULARIES["cl100k_base"]
     cached = tmp_path / hashlib.sha1(address.encode()).hexdigest()
     cached.write_bytes(b"garbage")
-    shared.seed_cache("cl100k_base", tmp_path)
+    tokens.seed_cache("cl100k_base", tmp_path)
     assert hashlib.sha256(cached.read_bytes()).hexdigest() == sha256
 
 

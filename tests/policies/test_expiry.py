@@ -71,7 +71,8 @@ def test_two_workers_at_once_expire_each_memory_once(project, make_memory, two_a
 def test_an_expiry_makes_cached_context_stale(
     project, make_memory, django_capture_on_commit_callbacks
 ):
-    from assembly.services import ContextRequest, context_assemble
+    from assembly.requests import ContextRequest
+    from assembly.services import context_assemble
     from memories.actors import Actor
 
     (memory,) = expiring(make_memory, project, 1, days=1)

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from memories.models import Memory, MemoryEvent, ReviewStatus
-from review.views import PAGE_SIZE
+from review.views.parts import PAGE_SIZE
 from tests.review.conftest import HTMX
 
 pytestmark = pytest.mark.django_db

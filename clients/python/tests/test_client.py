@@ -20,7 +20,7 @@ from memory_layer_client import (
     Unavailable,
     next_cursor,
 )
-from memory_layer_client.client import _Endpoints
+from memory_layer_client.endpoints import Endpoints
 
 
 def unique(text: str) -> str:
@@ -30,7 +30,7 @@ def unique(text: str) -> str:
 def test_the_sync_client_has_every_endpoint() -> None:
     endpoints = {
         name
-        for name, member in inspect.getmembers(_Endpoints, inspect.iscoroutinefunction)
+        for name, member in inspect.getmembers(Endpoints, inspect.iscoroutinefunction)
         if not name.startswith("_")
     }
     assert endpoints  # the API is there

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Count, Max
 from django.utils import timezone
 
-from knowledge import decisions
+from knowledge import supersedes
 from memories import services
 from memories.actors import Actor
 from memories.models import (
@@ -360,7 +360,7 @@ class Command(BaseCommand):
             source_run=runs[2],
             actor=system,
         )
-        decisions.memory_supersede(
+        supersedes.memory_supersede(
             memory=rule, by=learned, actor=system, reason="run-003 needed 5 retries"
         )
         # Each maintenance job run once, as the beat would, so the dashboard shows their

@@ -6,7 +6,7 @@
 - ``memory-layer-mcp``: an MCP server on stdio for local agents (``memory_layer_client.stdio``).
 """
 
-from memory_layer_client.client import AsyncMemoryLayerClient, MemoryLayerClient, next_cursor
+from memory_layer_client.client import AsyncMemoryLayerClient, MemoryLayerClient
 from memory_layer_client.errors import (
     BadRequest,
     Conflict,
@@ -30,6 +30,7 @@ from memory_layer_client.layers import (
     View,
     assemble_view,
 )
+from memory_layer_client.transport import next_cursor
 
 __all__ = [
     "AsyncMemoryLayerClient",

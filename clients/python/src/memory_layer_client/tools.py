@@ -22,7 +22,8 @@ from pydantic import Field
 
 from memory_layer_client import errors
 from memory_layer_client.arguments import INVALID, strict
-from memory_layer_client.client import AsyncMemoryLayerClient, next_cursor
+from memory_layer_client.client import AsyncMemoryLayerClient
+from memory_layer_client.transport import next_cursor
 from memory_layer_client.types import (
     Changes,
     Conflict,

@@ -18,7 +18,8 @@ from assembly.ranking import ranking_restore as restore_weights
 from memories import roles
 from memories.actors import Actor
 from memories.models import Project, Role
-from review.views import HtmxHttpRequest, _project
+from review.views.access import visible_project
+from review.views.parts import HtmxHttpRequest
 
 FITS_SHOWN = 20
 # Each weight in words, with the part of the score it multiplies.
@@ -36,7 +37,7 @@ WEIGHTS = {
 @require_GET
 @login_required
 def ranking(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    project = _project(request, slug, Project.objects.select_related("policy"))
+    project = visible_project(request, slug, Project.objects.select_related("policy"))
     in_force = weights_in_force(project.policy)
     fits = list(RankingFit.objects.filter(project=project)[:FITS_SHOWN])
     return render(
@@ -69,7 +70,7 @@ def _changes(fit: RankingFit) -> list[tuple[str, float, float]]:
 @login_required
 def ranking_restore(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     """Put back the weights an adopted fit replaced (its maintainers only)."""
-    project = _project(request, slug)
+    project = visible_project(request, slug)
     fit = get_object_or_404(RankingFit.objects.filter(project=project), pk=pk)
     if not roles.may(request.user, project.pk, Role.MAINTAINER):
         raise PermissionDenied("Only the project's maintainers may change its ranking weights.")

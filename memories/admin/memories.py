@@ -1,4 +1,6 @@
-"""Operators' bulk edits. Every change goes through memories.services, so history is kept."""
+"""Operators' bulk edits of memories, and their history. Every change goes through
+memories.services, so history is kept.
+"""
 
 from __future__ import annotations
 
@@ -16,122 +18,18 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from memories import roles, selectors, services
+from memories import selectors, services
 from memories.actors import Actor
-from memories.models import (
-    ApiKey,
-    Membership,
-    Memory,
-    MemoryEvent,
-    MemoryPolicy,
-    MemoryType,
-    Project,
-    Role,
-    Run,
-    RunMemory,
-    Scope,
-)
+from memories.admin.access import ByProjectRole, require_role
+from memories.models import Memory, MemoryEvent, MemoryType, Role, Scope
 from memories.services.validation import secrets_mode, text_fields
 
 EXPIRY_EXTENSION_DAYS = 30
 
 
-class ByProjectRole(admin.ModelAdmin):
-    """The admin of a project's things honours the project roles (memories.roles): a person
-    sees the rows of the projects where they have a role, and changes them only with
-    ``change_role`` there (global rows: as a global reviewer). Superusers see everything."""
-
-    project_field = "project"
-    change_role = Role.REVIEWER
-
-    def _project_id(self, obj: Any) -> int | None:
-        if isinstance(obj, Memory) and obj.scope == Scope.GLOBAL:
-            return None
-        value = obj.pk if self.project_field == "pk" else getattr(obj, f"{self.project_field}_id")
-        return int(value) if value is not None else None
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        queryset = super().get_queryset(request)
-        if request.user.is_superuser:
-            return queryset
-        visible = roles.projects_for(request.user).values("pk")
-        seen = Q(**{f"{self.project_field}__in": visible})
-        if self.project_field != "pk" and roles.role_in(request.user, None) is not None:
-            seen |= self.global_rows(Actor.for_user(request.user))
-        return queryset.filter(seen)
-
-    def global_rows(self, actor: Actor) -> Q:
-        """The rows of global memories a person with a role somewhere sees."""
-        return Q(**{f"{self.project_field}__isnull": True})
-
-    def _may(self, request: HttpRequest, obj: Any, role: Role) -> bool:
-        return obj is None or roles.may(request.user, self._project_id(obj), role)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return super().has_view_permission(request, obj) and self._may(request, obj, Role.VIEWER)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        allowed = super().has_change_permission(request, obj)
-        return allowed and self._may(request, obj, self.change_role)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        allowed = super().has_delete_permission(request, obj)
-        return allowed and self._may(request, obj, self.change_role)
-
-    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        # New rows go only to projects where the person holds the role to change them.
-        if db_field.name == "project" and not request.user.is_superuser:
-            kwargs["queryset"] = roles.projects_for(request.user, self.change_role)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
-
-
-def require_role(request: HttpRequest, owners: Any, role: Role) -> None:
-    """A bulk action acts only where the person holds ``role`` for every selected row's
-    project (None: global memories)."""
-    for owner in set(owners):
-        if not roles.may(request.user, owner, role):
-            raise PermissionDenied(
-                f"You need the {role} role in every selected row's project to do that."
-            )
-
-
 def _memory_owners(queryset: QuerySet[Memory]) -> list[int | None]:
     rows = queryset.values_list("project_id", "scope")
     return [None if scope == Scope.GLOBAL else project_id for project_id, scope in rows]
-
-
-class MemoryPolicyInline(admin.StackedInline):
-    model = MemoryPolicy
-    can_delete = False
-    min_num = 1
-    max_num = 1
-
-
-class MembershipInline(admin.TabularInline):
-    model = Membership
-    extra = 1
-    autocomplete_fields = ["user"]
-
-
-@admin.register(Project)
-class ProjectAdmin(ByProjectRole):
-    """A project's maintainers change its policy, keys and members."""
-
-    project_field = "pk"
-    change_role = Role.MAINTAINER
-    list_display = ["name", "slug", "created_at"]
-    search_fields = ["name", "slug"]
-    prepopulated_fields = {"slug": ["name"]}
-    inlines = [MemoryPolicyInline, MembershipInline]
-
-
-@admin.register(Membership)
-class MembershipAdmin(ByProjectRole):
-    change_role = Role.MAINTAINER
-    list_display = ["project", "user", "role", "created_at"]
-    list_filter = ["role", "project"]
-    search_fields = ["user__username", "project__slug"]
-    autocomplete_fields = ["user", "project"]
 
 
 class ExpiringSoonFilter(admin.SimpleListFilter):
@@ -481,40 +379,6 @@ def _changes_text(changes: dict[str, Any]) -> str:
     return "; ".join(f"{name}: {before!r} → {after!r}" for name, (before, after) in changes.items())
 
 
-class RunMemoryInline(admin.TabularInline):
-    model = RunMemory
-    extra = 0
-    can_delete = False
-    raw_id_fields = ["memory"]
-    readonly_fields = ["memory", "rank", "score", "created_at"]
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-@admin.register(Run)
-class RunAdmin(ByProjectRole):
-    list_display = ["external_id", "project", "task_title", "status", "started_at", "finished_at"]
-    list_filter = ["project", "status"]
-    search_fields = ["external_id", "task_title"]
-    list_select_related = ["project"]
-    readonly_fields = [
-        "project",
-        "external_id",
-        "task_title",
-        "write_scope",
-        "status",
-        "prompt_hash",
-        "started_at",
-        "finished_at",
-    ]
-    inlines = [RunMemoryInline]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        # Runs are started by agents through the API (memories.services.run_start).
-        return False
-
-
 @admin.register(MemoryEvent)
 class MemoryEventAdmin(ByProjectRole):
     list_display = ["created_at", "memory_id", "project", "action", "actor_label", "reason"]
@@ -536,58 +400,3 @@ class MemoryEventAdmin(ByProjectRole):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-
-class ApiKeyForm(forms.ModelForm):
-    class Meta:
-        model = ApiKey
-        fields = ["project", "name"]
-
-
-@admin.register(ApiKey)
-class ApiKeyAdmin(ByProjectRole):
-    change_role = Role.MAINTAINER
-
-    list_display = ["name", "project", "prefix", "created_at", "last_used_at", "revoked_at"]
-    list_filter = ["project"]
-    search_fields = ["name", "prefix"]
-    list_select_related = ["project"]
-    actions = ["revoke"]
-
-    def get_form(
-        self, request: HttpRequest, obj: ApiKey | None = None, change: bool = False, **kwargs: Any
-    ) -> Any:
-        kwargs["form"] = ApiKeyForm
-        return super().get_form(request, obj, change, **kwargs)
-
-    def get_readonly_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> Any:
-        if obj is None:
-            return []
-        return ["project", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
-
-    def save_model(self, request: HttpRequest, obj: ApiKey, form: forms.ModelForm, change: bool):
-        if change:
-            return
-        api_key, token = services.api_key_create(
-            project=form.cleaned_data["project"], name=form.cleaned_data["name"]
-        )
-        obj.pk = api_key.pk
-        self.message_user(
-            request,
-            f"API key {api_key.name!r} created. Copy it now, it is not shown again: {token}",
-            messages.WARNING,
-        )
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False  # revoke instead: history keeps pointing at the key
-
-    @admin.action(description="Revoke", permissions=["change"])
-    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        try:
-            require_role(request, queryset.values_list("project_id", flat=True), Role.MAINTAINER)
-        except PermissionDenied as error:
-            self.message_user(request, str(error), messages.ERROR)
-            return
-        for api_key in queryset:
-            services.api_key_revoke(api_key=api_key)
-        self.message_user(request, f"Revoked {queryset.count()} keys.", messages.SUCCESS)

@@ -1,0 +1,7 @@
+"""The store's admin: operators' bulk edits of memories (every change goes through
+memories.services, so history is kept), and projects with their members, keys and runs.
+Importing the modules registers their admins."""
+
+from memories.admin import memories, projects
+
+__all__ = ["memories", "projects"]
