@@ -241,8 +241,14 @@ class EntityMention(models.Model):
     memory = models.ForeignKey(
         Memory, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
     )  # mention_unique starts with it
+    # Nor on the entity: no check of it at every write's commit (entities are deleted only
+    # with their project, and Django cascades that).
     entity = models.ForeignKey(
-        Entity, on_delete=models.CASCADE, related_name="mentions", db_index=False
+        Entity,
+        on_delete=models.CASCADE,
+        related_name="mentions",
+        db_index=False,
+        db_constraint=False,
     )  # mention_entity_idx starts with it
     imports = ArrayField(models.CharField(max_length=200), default=list, blank=True)
 
