@@ -31,6 +31,8 @@ from memory_layer_client.types import (
     ConflictPage,
     Context,
     CreatedMemory,
+    EntityDetail,
+    EntityPage,
     EventPage,
     Memory,
     MemoryPage,
@@ -421,6 +423,30 @@ class _Endpoints:
         path = f"{await self._project_path()}/context"
         return await self._send(Call[Context]("POST", path, json=body, ok=(200,)))
 
+    # --- entities -------------------------------------------------------------------------
+
+    async def list_entities(
+        self,
+        *,
+        q: str | None = None,
+        kind: str | None = None,
+        memory_id: int | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> EntityPage:
+        """The names the project's memories mention: by name (prefix or word part), kind, or
+        those one memory mentions."""
+        params = _query(
+            {"q": q, "kind": kind, "memory": memory_id, "limit": limit, "cursor": cursor}
+        )
+        path = f"{await self._project_path()}/entities"
+        return await self._send(Call[EntityPage]("GET", path, params=params))
+
+    async def get_entity(self, entity_id: int, *, depth: int = 1) -> EntityDetail:
+        """One entity, the memories that mention it, and its neighbours ``depth`` hops out."""
+        path = f"{await self._project_path()}/entities/{int(entity_id)}"
+        return await self._send(Call[EntityDetail]("GET", path, params={"depth": str(depth)}))
+
     async def report_changes(self, ref: str, paths: Iterable[str]) -> Changes:
         """A commit's changed paths: the memories about them are flagged for re-review."""
         path = f"{await self._project_path()}/changes"
@@ -569,6 +595,8 @@ class MemoryLayerClient:
     report_outcome = _blocking(_Endpoints.report_outcome)
     context = _blocking(_Endpoints.context)
     report_changes = _blocking(_Endpoints.report_changes)
+    list_entities = _blocking(_Endpoints.list_entities)
+    get_entity = _blocking(_Endpoints.get_entity)
 
     def close(self) -> None:
         self._http.close()

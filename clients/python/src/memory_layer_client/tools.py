@@ -23,6 +23,7 @@ from pydantic import Field
 from memory_layer_client import errors
 from memory_layer_client.arguments import INVALID, strict
 from memory_layer_client.client import AsyncMemoryLayerClient, next_cursor
+from memory_layer_client.related import related
 from memory_layer_client.types import (
     Changes,
     Conflict,
@@ -34,6 +35,7 @@ from memory_layer_client.types import (
     Memory,
     OutcomeResult,
     Recalled,
+    Related,
     Run,
 )
 
@@ -478,6 +480,8 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         superseded, confidence moved by runs, each with who and why."""
         page = await client.memory_history(memory_id, limit=limit, cursor=cursor)
         return _page(page, "events", _event_line, f"No history for #{memory_id}.")
+
+    tool("related", read_only=True, output=Related)(related)
 
     return MCPServer(
         "memory-layer",
