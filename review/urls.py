@@ -1,6 +1,6 @@
 from django.urls import path
 
-from review import ranking, views
+from review import entities, ranking, views
 
 app_name = "review"
 
@@ -31,6 +31,8 @@ urlpatterns = [
     path(f"{memory}/edit/", views.memory_edit, name="memory-edit"),
     path("memories/bulk/", views.memory_bulk, name="memory-bulk"),
     path("undo/", views.undo, name="undo"),
+    path("entities/<int:pk>/", entities.entity_detail, name="entity"),
+    path("entities/<int:pk>/links/", entities.entity_link, name="entity-link"),
     *(
         path(f"{memory}/{action}/", views.memory_action, {"action": action}, name=action)
         for action in views.ACTIONS
