@@ -92,14 +92,14 @@ def main() -> int:
     timings: dict[str, list[float]] = {"on": [], "off": []}
     for n in range(args.writes):
         for mode in ("on", "off") if n % 2 else ("off", "on"):
-            receivers.entities.refresh = timed if mode == "on" else (lambda ids: 0)  # type: ignore[assignment]
+            receivers.entities.refresh = timed if mode == "on" else (lambda ids: 0)
             content = sentence(rng, args.seed + 2 * n + (mode == "on"))
             started = time.perf_counter()
             services.memory_create(
                 project=project, type="learning", content=content, source="run", actor=actor
             )
             timings[mode].append((time.perf_counter() - started) * 1000)
-    receivers.entities.refresh = real  # type: ignore[assignment]
+    receivers.entities.refresh = real
 
     on, off = statistics.median(timings["on"]), statistics.median(timings["off"])
     p90 = {m: statistics.quantiles(t, n=10)[-1] for m, t in timings.items()}

@@ -64,7 +64,7 @@ def entity_link(request: HttpRequest, pk: int) -> HttpResponse:
     if not roles.may(request.user, entity.project_id, Role.REVIEWER):
         raise PermissionDenied("Only the project's reviewers may change its relationships.")
     action = request.POST.get("action", "")
-    others = Entity.objects.filter(project_id=entity.project_id)
+    others = Entity.objects.filter(project=entity.project)
     other: Entity | None = None
     problem = ""
     if action == "add":
