@@ -83,14 +83,14 @@ def main() -> int:
     real = entities.refresh
     inside: list[float] = []
 
-    def timed(ids: Sequence[int]) -> int:
+    def timed(memory_ids: Sequence[int]) -> int:
         started = time.perf_counter()
         try:
-            return real(ids)
+            return real(memory_ids)
         finally:
             inside.append((time.perf_counter() - started) * 1000)
 
-    def skipped(ids: Sequence[int]) -> int:
+    def skipped(memory_ids: Sequence[int]) -> int:
         return 0
 
     timings: dict[str, list[float]] = {"on": [], "off": []}
