@@ -1,7 +1,7 @@
 from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api import changes, conflicts, runs, views
+from api import changes, conflicts, entities, runs, views
 from api.context import ContextView
 from api.errors import api_not_found
 
@@ -54,6 +54,8 @@ urlpatterns = [
         name="conflict-resolve",
     ),
     path(f"{project}/changes", changes.ProjectChanges.as_view(), name="changes"),
+    path(f"{project}/entities", entities.EntityList.as_view(), name="entities"),
+    path(f"{project}/entities/<id:entity_id>", entities.EntityDetail.as_view(), name="entity"),
     path(f"{project}/runs", runs.RunCreate.as_view(), name="runs"),
     path(f"{project}/runs/<id:run_id>", runs.RunDetail.as_view(), name="run"),
     path(f"{project}/runs/<id:run_id>/outcome", runs.RunOutcome.as_view(), name="run-outcome"),

@@ -318,6 +318,8 @@ SPECTACULAR_SETTINGS = {
         "WritableScopeEnum": [("project", "project"), ("run", "run")],
         "PairKindEnum": "knowledge.models.PairKind",
         "PairStatusEnum": "knowledge.models.PairStatus",
+        "EntityKindEnum": "knowledge.models.EntityKind",
+        "LinkTypeEnum": "knowledge.models.LinkType",
     },
 }
 

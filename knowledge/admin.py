@@ -12,7 +12,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from knowledge import decisions
-from knowledge.models import MemoryPair
+from knowledge.models import Entity, EntityLink, EntityTerm, MemoryPair
+from memories import roles
 from memories.actors import Actor
 from memories.admin.access import ByProjectRole, require_role
 from memories.models import Role
@@ -74,3 +75,51 @@ class MemoryPairAdmin(ByProjectRole):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # decided, never deleted: a dismissal has to stick
+
+
+@admin.register(EntityTerm)
+class EntityTermAdmin(ByProjectRole):
+    """The words a project marks as entities (a product, a vendor: ``Stripe``), kept by its
+    maintainers; memories written from then on mention them (``manage.py read_entities
+    --project`` reads the older ones again)."""
+
+    change_role = Role.MAINTAINER
+    list_display = ["name", "project"]
+    list_filter = ["project"]
+    search_fields = ["name"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return super().has_add_permission(request) and (
+            request.user.is_superuser or roles.projects_for(request.user, Role.MAINTAINER).exists()
+        )
+
+
+@admin.register(Entity)
+class EntityAdmin(ByProjectRole):
+    """The names memories mention, as read from their words (read only: the words decide)."""
+
+    list_display = ["name", "kind", "project", "created_at"]
+    list_filter = ["kind", "project"]
+    search_fields = ["key"]
+    show_full_result_count = False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [field.name for field in Entity._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(EntityLink)
+class EntityLinkAdmin(ByProjectRole):
+    """Relationships reviewers added or removed on the entity pages."""
+
+    list_display = ["first", "second", "type", "removed", "actor_label", "updated_at"]
+    list_filter = ["type", "removed", "project"]
+    list_select_related = ["first", "second"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return ["project", "first", "second", "created_by", "actor_label", "created_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # added on the entity pages, between two entities of one project

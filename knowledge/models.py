@@ -1,13 +1,17 @@
 """What the knowledge layer reads into memories, kept beside them: each memory's meaning as a
 vector, and the pairs of memories found to repeat or contradict each other with what a
-reviewer decided. The tables keep the names they had in the store."""
+reviewer decided; and the entities memories mention (code names, files, modules, packages,
+a project's own words), which memories mention them, and the links reviewers added or removed
+between them. The first tables keep the names they had in the store."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import F, Q
+from django.db.models.functions import Lower
 
 from memories.models import Memory, Project
 from memories.models.choices import in_choices
@@ -160,3 +164,165 @@ class MemoryPair(models.Model):
 
     def other(self, memory_id: int) -> int:
         return self.second_id if memory_id == self.first_id else self.first_id
+
+
+# --- entities and their graph (knowledge.entities, knowledge.graph) ----------------------------
+
+
+class EntityKind(models.TextChoices):
+    """What a name read from memories is (knowledge.names)."""
+
+    CODE = "code", "code identifier (CamelCase, snake_case, a call)"
+    MODULE = "module", "dotted module name"
+    PATH = "path", "file or folder path"
+    PACKAGE = "package", "package"
+    TERM = "term", "a word the project marks as an entity"
+
+
+class LinkType(models.TextChoices):
+    """How two entities are related: read from the memories that mention both, or said by a
+    reviewer (EntityLink)."""
+
+    DEFINED_IN = "defined_in", "defined in (a code name and a file)"
+    IMPORTS = "imports", "imports"
+    MENTIONS = "mentions", "mentioned together"
+
+
+class Entity(models.Model):
+    """A name memories mention (a class, a function, a file, a module, a package, or a word
+    the project marks), per project; the entities of global memories have no project.
+    ``key`` is the name in lower case: one entity per key and project."""
+
+    project = models.ForeignKey(
+        Project,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="entities",
+        db_index=False,  # entity_project_key_idx starts with it
+    )
+    name = models.CharField(max_length=200)
+    # Byte order ("C"): a prefix search walks the b-tree whatever the database's collation.
+    key = models.CharField(max_length=200, db_collation="C")
+    kind = models.CharField(max_length=16, choices=EntityKind)
+    # The key's parts (``retryqueue``, ``retry``, ``queue``; a path's segments): a search
+    # for a word finds the names that hold it, through a GIN index.
+    parts = ArrayField(models.CharField(max_length=200), default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "knowledge_entities"
+        verbose_name_plural = "entities"
+        constraints = [
+            # Key first: the write path looks entities up by key (then project).
+            models.UniqueConstraint(
+                fields=["key", "project"], name="entity_key_unique", nulls_distinct=False
+            ),
+            models.CheckConstraint(condition=in_choices("kind", EntityKind), name="entity_kind"),
+            models.CheckConstraint(condition=~Q(key=""), name="entity_key_not_empty"),
+        ]
+        indexes = [
+            # A project's entities in name order, and a prefix search (C collation).
+            models.Index(fields=["project", "key"], name="entity_project_key_idx"),
+            GinIndex(fields=["parts"], name="entity_parts_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+
+class EntityMention(models.Model):
+    """A memory mentions an entity. Replaced when the memory's words change; kept while it is
+    inactive (its mentions count again if it comes back), but only active memories count in
+    a graph. ``imports``: the keys of entities this memory says this one imports."""
+
+    # No database constraint on the memory (as for pairs): the write that reads a memory's
+    # entities does not lock it again at commit; Django cascades a deletion.
+    memory = models.ForeignKey(
+        Memory, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )  # mention_unique starts with it
+    # Nor on the entity: no check of it at every write's commit (entities are deleted only
+    # with their project, and Django cascades that).
+    entity = models.ForeignKey(
+        Entity,
+        on_delete=models.CASCADE,
+        related_name="mentions",
+        db_index=False,
+        db_constraint=False,
+    )  # mention_entity_idx starts with it
+    imports = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+
+    class Meta:
+        db_table = "knowledge_entity_mentions"
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "entity"], name="mention_unique"),
+        ]
+        indexes = [
+            # An entity's memories, and the memories two entities share.
+            models.Index(fields=["entity", "memory"], name="mention_entity_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"memory {self.memory_id} mentions entity {self.entity_id}"
+
+
+class EntityLink(models.Model):
+    """A relationship a reviewer added or removed (``removed``) between two entities of one
+    project (``first`` the lower id). It overrides what the mentions say: an added link is a
+    neighbour with its type even if no memory mentions both; a removed one is no neighbour."""
+
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="entity_links"
+    )
+    first = models.ForeignKey(
+        Entity, on_delete=models.CASCADE, related_name="+", db_index=False
+    )  # entity_link_unique starts with it
+    second = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="+", db_index=False)
+    type = models.CharField(max_length=16, choices=LinkType, default=LinkType.MENTIONS)
+    removed = models.BooleanField(default=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+    )
+    actor_label = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "knowledge_entity_links"
+        constraints = [
+            models.UniqueConstraint(fields=["first", "second"], name="entity_link_unique"),
+            models.CheckConstraint(condition=Q(first__lt=F("second")), name="entity_link_order"),
+            models.CheckConstraint(condition=in_choices("type", LinkType), name="entity_link_type"),
+        ]
+        indexes = [models.Index(fields=["second"], name="entity_link_second_idx")]
+
+    def __str__(self) -> str:
+        state = "removed" if self.removed else self.type
+        return f"entity {self.first_id} / {self.second_id} ({state})"
+
+
+class EntityTerm(models.Model):
+    """A word a project marks as an entity (a product, a service, a vendor: ``Stripe``),
+    found in its memories whole-word and in any case; NULL project: in global memories."""
+
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="entity_terms"
+    )
+    name = models.CharField(max_length=100, help_text="As it should be shown, e.g. Stripe.")
+
+    class Meta:
+        db_table = "knowledge_entity_terms"
+        constraints = [
+            models.UniqueConstraint(
+                Lower("name"), "project", name="entity_term_unique", nulls_distinct=False
+            ),
+            models.CheckConstraint(condition=~Q(name=""), name="entity_term_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from review import entities
 from review.views import actions, conflicts, dashboard, memories, preview, queue, ranking, runs
 
 app_name = "review"
@@ -31,6 +32,8 @@ urlpatterns = [
     path(f"{memory}/edit/", actions.memory_edit, name="memory-edit"),
     path("memories/bulk/", actions.memory_bulk, name="memory-bulk"),
     path("undo/", actions.undo, name="undo"),
+    path("entities/<int:pk>/", entities.entity_detail, name="entity"),
+    path("entities/<int:pk>/links/", entities.entity_link, name="entity-link"),
     *(
         path(f"{memory}/{action}/", actions.memory_action, {"action": action}, name=action)
         for action in actions.ACTIONS

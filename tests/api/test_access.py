@@ -6,7 +6,7 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
-from knowledge.models import MemoryPair
+from knowledge.models import Entity, MemoryPair
 from memories import services
 from memories.actors import Actor
 from memories.models import ApiKey, Memory
@@ -38,6 +38,8 @@ PROJECT_ROUTES = [
     ("post", "runs/{run}/outcome", {"outcome": "succeeded"}),
     ("get", "export", None),
     ("post", "context", {"tokenBudget": 100}),
+    ("get", "entities", None),
+    ("get", "entities/{entity}", None),
 ]
 
 
@@ -53,6 +55,7 @@ def test_the_table_covers_every_project_route():
         path.replace("{memory}", "<id:memory_id>")
         .replace("{run}", "<id:run_id>")
         .replace("{conflict}", "<id:conflict_id>")
+        .replace("{entity}", "<id:entity_id>")
         for _, path, _ in PROJECT_ROUTES
     }
     assert routes == table
@@ -76,7 +79,8 @@ def test_a_key_of_project_a_gets_404_on_every_url_of_project_b(
 ):
     other, memory, run, pair = project_b
     target = other.slug if ref == "slug" else str(other.pk)
-    where = path.format(memory=memory.pk, run=run.pk, conflict=pair.pk)
+    entity = Entity.objects.create(project=other, name="BSecret", key="bsecret", kind="code")
+    where = path.format(memory=memory.pk, run=run.pk, conflict=pair.pk, entity=entity.pk)
     address = url(target, where).rstrip("/")
     response = getattr(agent, method)(address, body, format="json")
     missing = getattr(agent, method)(

@@ -8,7 +8,7 @@ from importlib import resources
 
 import pytest
 
-from knowledge.models import MemoryPair
+from knowledge.models import Entity, MemoryPair
 from memories import services
 from tests.browser.conftest import SCREENSHOTS
 
@@ -54,6 +54,8 @@ def pages(project, world):
         "run": f"/review/projects/{slug}/runs/{world['run'].pk}/",
         "conflicts": f"/review/projects/{slug}/conflicts/",
     }
+    named = Entity.objects.get(project=project, key="src/core")  # the memories' tag glob
+    found["entity"] = f"/review/entities/{named.pk}/"
     if world["pair"] is not None:
         found["conflict"] = f"/review/conflicts/{world['pair'].pk}/"
     return found

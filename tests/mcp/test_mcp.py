@@ -38,6 +38,7 @@ TOOLS = {
     "get_conflict",
     "resolve_conflict",
     "memory_history",
+    "related",
 }
 MEMORY_LAYER_MCP = shutil.which("memory-layer-mcp", path=str(Path(sys.executable).parent))
 
@@ -129,6 +130,7 @@ def test_every_tool_works_and_writes_what_it_says(transport, live_server, alpha)
                 "report_outcome",
                 {"run_id": run_id, "outcome": "succeeded", "used_memory_ids": [memory_id]},
             )
+            seen["related"] = await client.call_tool("related", {"name": "src/db"})
             seen.update(started=started, stored=stored, run_id=run_id, memory_id=memory_id)
         return seen
 
@@ -144,7 +146,7 @@ def test_every_tool_works_and_writes_what_it_says(transport, live_server, alpha)
         assert tool.output_schema["type"] == "object", tool.name
         for name, schema in tool.input_schema["properties"].items():
             assert schema.get("description"), f"{tool.name}.{name} has no description"
-    for name in ("started", "stored", "recall", "search", "get", "flag", "outcome"):
+    for name in ("started", "stored", "recall", "search", "get", "flag", "outcome", "related"):
         result = seen[name]
         assert not result.is_error, (name, result.content)
         assert result.content[0].type == "text"
@@ -166,6 +168,9 @@ def test_every_tool_works_and_writes_what_it_says(transport, live_server, alpha)
     assert MemoryEvent.objects.get(memory=memory, action="stale").reason == (
         "The replica was retired."
     )
+    related = seen["related"].structured_content["entities"]
+    assert related[0]["name"] == "src/db"  # the literal part of its tag's glob
+    assert [m["id"] for m in related[0]["memories"]] == [memory.pk]
     run_row = Run.objects.get(pk=seen["run_id"])
     assert run_row.status == "succeeded"
     assert list(run_row.given.values_list("memory_id", "used")) == [(memory.pk, True)]

@@ -122,6 +122,10 @@ def test_the_typescript_sdk_calls_every_tool(
     events = calls["memory_history"]["structuredContent"]["events"]
     assert "stale" in [e["action"] for e in events]
 
+    related = calls["related"]["structuredContent"]["entities"]
+    assert related[0]["name"] == "src/db"
+    assert [m["id"] for m in related[0]["memories"]] == [memory.pk]
+
     guessed = calls["unknown_argument"]
     assert guessed["isError"]
     text = guessed["content"][0]["text"]

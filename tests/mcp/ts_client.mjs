@@ -89,6 +89,7 @@ try {
     reason: "Two services.",
   });
   await call("memory_history", "memory_history", { memory_id: args.changedMemoryId });
+  await call("related", "related", { name: "src/db" });
   // A name guessed from the REST API's camelCase: the tool says which one it means.
   await call("unknown_argument", "recall", {
     intent: "add a migration",

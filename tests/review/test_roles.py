@@ -12,7 +12,7 @@ from django.urls import URLPattern, get_resolver, reverse
 from assembly.learning import as_dict
 from assembly.models import FitOutcome, RankingFit
 from assembly.packing import Weights, weights_in_force
-from knowledge.models import MemoryPair
+from knowledge.models import Entity, MemoryPair
 from memories import services
 from memories.actors import Actor
 from memories.models import Membership, Memory, MemoryPolicy, ReviewStatus, Role
@@ -46,6 +46,8 @@ ROUTES = [
     ("conflict-decide", "post", "pair", {"action": "dismiss"}, "reviewer"),
     ("conflict-bulk", "post", None, {"action": "dismiss", "ids": "pair"}, "reviewer"),
     ("undo", "post", None, {"events": "event"}, "reviewer"),
+    ("entity", "get", "entity", None, "viewer"),
+    ("entity-link", "post", "entity", {"action": "remove", "other": "entity"}, "reviewer"),
 ]
 # Pages of every project at once: each shows only what the person may see (below).
 ACROSS_PROJECTS = {"dashboard", "queue", "conflicts"}
@@ -76,6 +78,8 @@ def world(db):
             "pair": MemoryPair.objects.get(project=project),
             "event": memory.events.latest("id"),
             "run": run,
+            # The literal part of the memories' tag glob.
+            "entity": Entity.objects.get(project=project, key="src/ledger"),
         }
     return made
 
@@ -97,12 +101,13 @@ def call(client: Client, world, name: str, method: str, target: str | None, data
         "pair": [things["pair"].pk],
         "run": [things["project"].slug, things["run"].pk],
         "fit": [things["project"].slug, things["fit"].pk],
+        "entity": [things["entity"].pk],
         None: [],
     }[target]
     body = None
     if data is not None:
         body = {
-            key: (things[value].pk if value in ("memory", "pair", "event") else value)
+            key: (things[value].pk if value in ("memory", "pair", "event", "entity") else value)
             for key, value in data.items()
         }
     url = reverse(f"review:{name}", args=args)

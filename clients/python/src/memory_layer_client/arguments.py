@@ -4,6 +4,7 @@ An argument a tool does not know is an error naming the accepted ones and the ne
 value says what to fix in the API's words, never a validation library's."""
 
 import difflib
+import inspect
 import re
 from typing import Any
 
@@ -44,6 +45,14 @@ class StrictArguments(FuncMetadata):
             return super().validate_arguments(arguments_to_validate)
         except ValidationError as error:
             return {INVALID: "; ".join(_explained(problem) for problem in error.errors()) + "."}
+
+
+def without_client(fn: Any) -> inspect.Signature:
+    """A tool function's signature as its caller sees it: without the client it is given."""
+    signature = inspect.signature(fn)
+    return signature.replace(
+        parameters=[p for name, p in signature.parameters.items() if name != "client"]
+    )
 
 
 def strict(tool: Tool, output: Any) -> Tool:

@@ -177,6 +177,8 @@ class MemoryLayerClient:
     report_outcome = _blocking(Endpoints.report_outcome)
     context = _blocking(Endpoints.context)
     report_changes = _blocking(Endpoints.report_changes)
+    list_entities = _blocking(Endpoints.list_entities)
+    get_entity = _blocking(Endpoints.get_entity)
 
     def close(self) -> None:
         self._http.close()

@@ -15,6 +15,8 @@ from memory_layer_client.types import (
     ConflictPage,
     Context,
     CreatedMemory,
+    EntityDetail,
+    EntityPage,
     EventPage,
     Memory,
     MemoryPage,
@@ -292,3 +294,27 @@ class Endpoints:
         return await self._send(
             Call[Changes]("POST", path, json={"ref": ref, "paths": list(paths)})
         )
+
+    # --- entities -------------------------------------------------------------------------
+
+    async def list_entities(
+        self,
+        *,
+        q: str | None = None,
+        kind: str | None = None,
+        memory_id: int | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> EntityPage:
+        """The names the project's memories mention: by name (prefix or word part), kind, or
+        those one memory mentions."""
+        params = encode_query(
+            {"q": q, "kind": kind, "memory": memory_id, "limit": limit, "cursor": cursor}
+        )
+        path = f"{await self._project_path()}/entities"
+        return await self._send(Call[EntityPage]("GET", path, params=params))
+
+    async def get_entity(self, entity_id: int, *, depth: int = 1) -> EntityDetail:
+        """One entity, the memories that mention it, and its neighbours ``depth`` hops out."""
+        path = f"{await self._project_path()}/entities/{int(entity_id)}"
+        return await self._send(Call[EntityDetail]("GET", path, params={"depth": str(depth)}))

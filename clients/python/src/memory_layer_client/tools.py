@@ -21,8 +21,9 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from memory_layer_client import errors
-from memory_layer_client.arguments import INVALID, strict
+from memory_layer_client.arguments import INVALID, strict, without_client
 from memory_layer_client.client import AsyncMemoryLayerClient
+from memory_layer_client.related import related
 from memory_layer_client.transport import next_cursor
 from memory_layer_client.types import (
     Changes,
@@ -35,6 +36,7 @@ from memory_layer_client.types import (
     Memory,
     OutcomeResult,
     Recalled,
+    Related,
     Run,
 )
 
@@ -122,7 +124,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
                     if observe is not None:
                         observe(name, time.perf_counter() - started, outcome)
 
-            run.__signature__ = _without_client(fn)  # type: ignore[attr-defined]
+            run.__signature__ = without_client(fn)  # type: ignore[attr-defined]
             run.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != "client"}
             made = Tool.from_function(
                 run,
@@ -480,19 +482,12 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         page = await client.memory_history(memory_id, limit=limit, cursor=cursor)
         return _page(page, "events", _event_line, f"No history for #{memory_id}.")
 
+    tool("related", read_only=True, output=Related)(related)
+
     return MCPServer(
         "memory-layer",
         title="Memory Layer",
         instructions=INSTRUCTIONS,
         version="0.1.0",
         tools=tools,
-    )
-
-
-def _without_client(fn: Callable[..., Any]) -> Any:
-    import inspect
-
-    signature = inspect.signature(fn)
-    return signature.replace(
-        parameters=[p for name, p in signature.parameters.items() if name != "client"]
     )

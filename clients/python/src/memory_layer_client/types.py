@@ -212,3 +212,43 @@ class ConflictsFound(TypedDict):
 class History(TypedDict):
     events: list[Event]
     nextCursor: str | None
+
+
+# --- entities (the names memories mention, and their graph) ---------------------------------
+
+
+class Entity(TypedDict):
+    id: int
+    name: str
+    kind: Literal["code", "module", "path", "package", "term"]
+
+
+class EntityPage(TypedDict):
+    entities: list[Entity]
+    next: str | None
+
+
+class EntityMemory(TypedDict):
+    id: int
+    type: MemoryType
+    content: str
+
+
+class Neighbour(Entity):
+    weight: int
+    type: Literal["defined_in", "imports", "mentions"]
+    source: Literal["mentions", "reviewer"]
+    depth: int
+    via: int
+
+
+class EntityDetail(Entity):
+    memories: list[EntityMemory]
+    neighbours: list[Neighbour]
+
+
+class Related(TypedDict):
+    """What the MCP tool ``related`` answers: the entities asked for (one by name, or those
+    a memory mentions), each with its memories and its neighbours."""
+
+    entities: list[EntityDetail]
