@@ -40,6 +40,7 @@ from django.test import override_settings
 
 from memories import services
 from memories.models import Project
+from tests.mcp.test_mcp import TOOLS
 from tests.ops.test_readme_examples import SESSION
 from tests.support import ROOT, database_url
 
@@ -239,7 +240,8 @@ def test_shell_block_runs(block, demo, live_server, tmp_path):
     script = "set -eo pipefail\n" + block.code.replace(SERVICE, live_server.url)
     output = _run(["bash", "-c", script], block, tmp_path, demo)
     if block.stand_in:  # Claude Code would find every tool, whichever way it connects
-        assert output.count(", 12 tools: ") == block.code.count("claude mcp add"), output
+        every = f", {len(TOOLS)} tools: {', '.join(sorted(TOOLS))}"
+        assert output.count(every) == block.code.count("claude mcp add"), output
 
 
 @pytest.mark.parametrize("block", runnable({"python"}), ids=name_of)
