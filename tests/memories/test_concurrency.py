@@ -107,3 +107,30 @@ def test_two_identical_creates_at_once_with_one_idempotency_key_make_one_memory(
     assert sorted(r.status_code for r in responses) == [201, 201]
     assert responses[0].json() == responses[1].json()
     assert Memory.objects.filter(content="Only once").count() == 1
+
+
+def test_writers_naming_the_same_new_entities_at_once_all_land_once(project):
+    """Entities are inserted in key order and mentions in memory order, so writers that name
+    the same new names (in any order) wait for each other and never deadlock."""
+    from knowledge.models import Entity, EntityMention
+
+    actor = Actor.system("tests")
+
+    def write(content: str) -> Callable[[], object]:
+        return lambda: services.memory_create(
+            project=project, type="learning", content=content, source="run", actor=actor
+        )
+
+    _release_when_all_wait(
+        lock=write("ZetaWidget feeds AlphaWidget through src/widgets/pipe.py."),
+        calls=[
+            write("AlphaWidget reads ZetaWidget output in src/widgets/pipe.py."),
+            write("src/widgets/pipe.py joins ZetaWidget and AlphaWidget."),
+        ],
+    )
+
+    names = ["alphawidget", "zetawidget", "src/widgets/pipe.py"]
+    entities = Entity.objects.filter(project=project, key__in=names)
+    assert sorted(entities.values_list("key", flat=True)) == sorted(names)
+    for entity in entities:
+        assert EntityMention.objects.filter(entity=entity).count() == 3
