@@ -119,11 +119,18 @@ def record(events: Sequence[MemoryEvent], *, of_existing: bool = True) -> None:
     # and so is a memory that becomes active (an approved global one, one restored).
     worded = [e for e in events if e.action != EventAction.DELETED and "content" in e.changes]
     activated = [e for e in events if e.changes.get("active") == [False, True]]
-    if worded or activated:
+    # What a memory names is read from its summary and tags too.
+    named = [
+        e
+        for e in events
+        if e.action != EventAction.DELETED and {"content", "summary", "tags"} & e.changes.keys()
+    ]
+    if named or activated:
         hooks.reread(
             new_words=[e.memory_id for e in worded],
             activated=[e.memory_id for e in activated],
-            actor_label=(worded or activated)[0].actor_label,
+            new_names=[e.memory_id for e in named],
+            actor_label=(named or activated)[0].actor_label,
         )
     written({e.project_id for e in events}, changes)
 

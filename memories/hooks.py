@@ -33,18 +33,29 @@ memories_written = Signal()
 @dataclass(frozen=True)
 class MemoriesWritten:
     """Memories to read again, in the writing transaction: those whose words are new (a new
-    embedding, and another comparison) and those that became active (another comparison),
-    and who wrote them (who found what the comparison finds)."""
+    embedding, and another comparison), those that became active (another comparison),
+    those whose content, summary or tags changed (the names they mention), and who wrote
+    them (who found what the comparison finds)."""
 
     new_words: tuple[int, ...]
     activated: tuple[int, ...]
     actor_label: str
+    # Those whose content, summary or tags changed (new words among them): what they name.
+    new_names: tuple[int, ...] = ()
 
 
-def reread(*, new_words: Iterable[int], activated: Iterable[int], actor_label: str) -> None:
+def reread(
+    *,
+    new_words: Iterable[int],
+    activated: Iterable[int],
+    actor_label: str,
+    new_names: Iterable[int] = (),
+) -> None:
     """Have the memories named read again, now, in the current transaction."""
-    written = MemoriesWritten(tuple(new_words), tuple(activated), actor_label)
-    if written.new_words or written.activated:
+    words = tuple(new_words)
+    names = tuple(sorted({*words, *new_names}))
+    written = MemoriesWritten(words, tuple(activated), actor_label, names)
+    if written.new_words or written.activated or written.new_names:
         memories_written.send(sender=MemoriesWritten, written=written)
 
 

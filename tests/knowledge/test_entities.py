@@ -128,6 +128,25 @@ def test_new_words_replace_the_mentions(make_memory, project):
     assert said == {"OrderBook", "src/orders.py"}
 
 
+def test_an_edit_of_the_tags_or_summary_alone_reads_the_names_again(make_memory, project):
+    memory = make_memory(project=project, content="Retries are capped.", tags=["billing"])
+    actor = Actor.system("tests")
+
+    def said() -> set[str]:
+        mentions = EntityMention.objects.filter(memory_id=memory.pk)
+        return set(mentions.values_list("entity__name", flat=True))
+
+    assert said() == set()
+    services.memory_update(memory=memory, actor=actor, tags=["billing", "src/billing/**"])
+    assert said() == {"src/billing"}
+    memory.refresh_from_db()
+    services.memory_update(memory=memory, actor=actor, summary="RetryQueue caps retries")
+    assert said() == {"src/billing", "RetryQueue"}
+    memory.refresh_from_db()
+    services.memory_update(memory=memory, actor=actor, tags=["billing"], summary="")
+    assert said() == set()
+
+
 def test_global_memories_entities_have_no_project(project):
     memory = services.memory_create(
         project=None,
