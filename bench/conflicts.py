@@ -2,19 +2,23 @@
 
     .venv/bin/python bench/conflicts.py [bench/conflicts/pairs.jsonl] [--show]
 
-Each line of the file is ``{"id", "project", "label", "a": {"type", "content", "tags"},
-"b": {...}, "note"}`` with ``label`` one of ``repeat``, ``conflict``, ``compatible``
-(related, both can be true) or ``unrelated``. Both contents are embedded by the configured
-model (``MEMORY_EMBEDDINGS``, by default the offline one) and compared by the store's own
-detection (knowledge.contradictions) with the default policy's thresholds, exactly as a
-memory written through the service is compared with its candidates. The report gives, for
+Each line of the file is ``{"id", "project", "label", "class", "a": {"type", "content",
+"tags"}, "b": {...}, "note"}`` with ``label`` one of ``repeat``, ``conflict``, ``compatible``
+(related, both can be true) or ``unrelated``; ``class`` says what a conflict or a compatible
+near-miss turns on (``quantity``, ``version``, ``schedule``, ``polarity``, ``exclusivity``,
+``naming``, ``choice``, ``other``; also ``scope`` or ``related`` for compatible pairs), whether
+a repeat is ``reworded`` or a ``paraphrase``, else ``unrelated``. Both contents are embedded by
+the configured model (``MEMORY_EMBEDDINGS``, by default the offline one) and compared by the
+store's own detection (knowledge.contradictions) with the default policy's thresholds, exactly
+as a memory written through the service is compared with its candidates. The report gives, for
 "possible conflict" and for "repeat", precision (of the pairs flagged so, the share
 labelled so) and recall (of the pairs labelled so, the share flagged so), the confusion
 matrix, and the same without embeddings (``MEMORY_EMBEDDINGS=off``: words only).
 ``--show`` lists every pair classified other than labelled.
 
 The pairs were written for this measure, as a team's memories would be, and nothing in the
-detection knows them.
+detection knows them. bench/conflicts/holdout.jsonl holds further pairs in the same format from
+projects not in pairs.jsonl: it is measured (pass it as the file) but never tuned against.
 """
 
 from __future__ import annotations
