@@ -91,6 +91,7 @@ def main() -> int:
         elapsed = time.perf_counter() - started
         print(f"## {title}\n")
         report(pairs, found)
+        by_class(pairs, found)
         print(
             f"\nper pair: median {statistics.median(timings) * 1e6:.0f} µs,"
             f" p95 {sorted(timings)[int(0.95 * len(timings))] * 1e6:.0f} µs"
@@ -108,6 +109,22 @@ def main() -> int:
                     )
             print()
     return 0
+
+
+def by_class(pairs: list[dict], found: list) -> None:
+    """Recall of each class of conflict and repeat, and what each compatible near-miss
+    class was called."""
+    print("\n| label | class | pairs | found as labelled | flagged as conflict |")
+    print("|---|---|---:|---:|---:|")
+    groups: dict[tuple[str, str], list] = {}
+    for pair, verdict in zip(pairs, found, strict=True):
+        groups.setdefault((pair["label"], pair.get("class", "-")), []).append(verdict)
+    for (label, klass), verdicts in sorted(groups.items()):
+        if label == "unrelated":
+            continue
+        right = sum(1 for v in verdicts if v.kind == label)
+        conflicts = sum(1 for v in verdicts if v.kind == "conflict")
+        print(f"| {label} | {klass} | {len(verdicts)} | {right} | {conflicts} |")
 
 
 def report(pairs: list[dict], found: list) -> None:

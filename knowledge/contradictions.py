@@ -25,9 +25,11 @@ opposite. The evidence names what differs, for a reviewer to see at a glance.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
 from dataclasses import dataclass, field
 
+from knowledge import rules
+from knowledge.claims import split
 from knowledge.reading import (
     NEGATORS,
     NUMBER,
@@ -159,99 +161,44 @@ def _other_scope(a: Words, b: Words) -> bool:
     only_a, only_b = a.content - b.content, b.content - a.content
     paths_a = {t for t in only_a if "/" in t.strip("/")}
     paths_b = {t for t in only_b if "/" in t.strip("/")}
-    return bool(paths_a and paths_b)
+    if paths_a and paths_b:
+        return True
+    # Another command or code named on each side (`tool deploy` / `tool rollback`).
+    code_a, code_b = set(_CODE.findall(a.text)), set(_CODE.findall(b.text))
+    return bool(code_a and code_b and code_a.isdisjoint(code_b) and _commands(code_a, code_b))
 
 
-def _numbers(a: Words, b: Words) -> list[dict[str, str]]:
-    """The same quantity (a shared word it counts, the same kind of unit) with values that
-    have nothing in common."""
-    found = []
-    said: list[dict[str, set[str]]] = []
-    shared = {n[0] for n in a.numbers} & {n[0] for n in b.numbers} - {""}
-    # The nearest word to the numbers first: it names what they count.
-    for what in sorted(shared, key=lambda w: (a.nearness[w] + b.nearness[w], w)):
-        units = {n[1] for n in a.numbers if n[0] == what} | {
-            n[1] for n in b.numbers if n[0] == what
-        }
-        if len(units - {""}) > 1:
-            continue  # 30 s and 5 min: the same span, perhaps, in other units
-        left = {n[2] for n in a.numbers if n[0] == what}
-        right = {n[2] for n in b.numbers if n[0] == what}
-        # A value the other side names anywhere, in the same unit, is no contradiction.
-        every_a = {n[2] for n in a.numbers if n[1] in units}
-        every_b = {n[2] for n in b.numbers if n[1] in units}
-        if (
-            left.isdisjoint(every_b)
-            and right.isdisjoint(every_a)
-            and (left, right) not in [(f["left"], f["right"]) for f in said]
-        ):
-            said.append({"left": left, "right": right})
-            unit = next(iter(units - {""}), "")
-            found.append(
-                {
-                    "signal": "number",
-                    "first": " ".join(sorted(left)) + (f" {unit}" if unit else ""),
-                    "second": " ".join(sorted(right)) + (f" {unit}" if unit else ""),
-                    "about": what,
-                }
-            )
-    return found
+_CODE = re.compile(r"`([^`]+)`")
 
 
-def _denied(a: Words, b: Words, words: frozenset[str]) -> set[str]:
-    """The words of ``words`` one side only ever denies and the other, which denies
-    nothing, asserts."""
-    if a.denies == b.denies:
-        return set()
-    return {
-        word
-        for word in words
-        if (word in a.negated and word in b.asserted) or (word in b.negated and word in a.asserted)
-    }
+def _commands(code_a: set[str], code_b: set[str]) -> bool:
+    """Two sets of code spans that name the same program with other subcommands."""
+    heads_a = {code.split()[0] for code in code_a if len(code.split()) > 1}
+    heads_b = {code.split()[0] for code in code_b if len(code.split()) > 1}
+    return bool(heads_a & heads_b)
 
 
-def _claims(a: Words, b: Words, *, whole: bool) -> list[dict[str, str]]:
-    """The contradictions between two texts (``whole``) or two aligned sentences: each a
-    ``signal`` (number, negation, opposite, change, name) with what the ``first`` and the
-    ``second`` say, and what it is ``about``."""
+def _choices(a: Words, b: Words, *, whole: bool) -> list[dict[str, str]]:
+    """A declared change against a memory that still says the old thing (or not the new
+    one), or the one thing prescribed swapped for another: what each side says, and what."""
     found: list[dict[str, str]] = []
-    if _other_scope(a, b):
-        return found
-    found += _numbers(a, b)
-    # One side denies what the other asserts: a name or identifier anywhere, any word of two
-    # sentences about the same thing.
-    denied = _denied(a, b, a.content & b.content)
-    if denied:
-        found.append(
-            {
-                "signal": "negation",
-                "first": _said(a),
-                "second": _said(b),
-                "about": " ".join(sorted(denied)),
-            }
-        )
-    only_a, only_b = a.content - b.content, b.content - a.content
-    for word in sorted(only_a):
-        opposite = OPPOSITES.get(word, frozenset()) & only_b
-        if opposite:
-            found.append({"signal": "opposite", "first": word, "second": sorted(opposite)[0]})
-    # A declared change against a memory that still says the old thing (or not the new one).
+    # Only a name (an identifier, a package, a version, a capitalised name) retired or
+    # brought counts: "dropped the bootstrap" says little about another memory's "bootstrap".
+    names = a.specific | b.specific
     for changed, other in ((a, b), (b, a)):
-        still = {word for word in changed.old if word in other.content and word not in other.old}
-        brought = {word for word in changed.new if word not in other.content}
+        still = {
+            word
+            for word in changed.old & names
+            if word in other.content and word not in other.old
+        }
+        brought = {word for word in changed.new & names if word not in other.content}
         if still or (whole and brought and not changed.old and other.content & changed.content):
-            about = still or brought
-            found.append(
-                {
-                    "signal": "change",
-                    "first": _said(a),
-                    "second": _said(b),
-                    "about": " ".join(sorted(about)),
-                }
-            )
+            found.append({"about": " ".join(sorted(still or brought))})
     swapped = [] if whole and len(a.content) + len(b.content) > 16 else _swapped(a, b)
     if swapped:
-        found.append({"signal": "name", "first": swapped[0], "second": swapped[1]})
+        found.append(
+            {"about": f"{swapped[0]} / {swapped[1]}", "left": swapped[0], "right": swapped[1]}
+        )
     return found
 
 
@@ -289,26 +236,18 @@ def _prescribed(words: Words) -> dict[str, str]:
     return found
 
 
-def _aligned(a: str, b: str, threshold: float) -> Iterable[tuple[Words, Words]]:
-    """The sentence pairs of ``a`` and ``b`` about the same thing: each sentence with its
-    closest counterpart, where they share at least ``threshold`` of the smaller one's words."""
-    left = [read(s) for s in sentences(a)]
-    right = [read(s) for s in sentences(b)]
-    for one in left:
-        best = max(right, key=lambda other: overlap(one.content, other.content))
-        if overlap(one.content, best.content) >= threshold:
-            yield one, best
-    for other in right:
-        best = max(left, key=lambda one: overlap(one.content, other.content))
-        if overlap(best.content, other.content) >= threshold:
-            yield best, other
-
-
-# Two sentences are about the same thing when they share this share of the smaller one's words.
-ALIGNED = 0.5
+# Two sentences are read side by side when they share this many words that carry meaning.
+ALIGNED_WORDS = 2
+# How many words that carry meaning a memory needs to repeat another with other words.
+SUBSTANCE = 3
 # Two memories that share a name or identifier are about the same thing at a lower
 # similarity than ``similarity`` asks of the others, but not below this.
 NAMED = 0.25
+# How sure each class is: a pair is ranked by it (knowledge.pairs).
+STRENGTH = {
+    rules.VERSION: 0.9, rules.SCHEDULE: 0.9, rules.QUANTITY: 0.8, rules.NAMING: 0.8,
+    rules.POLARITY: 0.7, rules.EXCLUSIVITY: 0.6, rules.CHOICE: 0.7,
+}  # fmt: skip
 
 
 def compare(
@@ -318,49 +257,127 @@ def compare(
     cosine: float | None = None,
     similarity: float = 0.6,
     repeat_overlap: float = 0.7,
+    common: frozenset[str] = frozenset(),
 ) -> Verdict:
     """Whether ``a`` and ``b`` repeat or contradict each other. ``cosine`` is their
-    embeddings' (None without a model). They are read side by side when they are about the
-    same thing: that cosine, or the share of words they share, at least ``similarity``; or
-    a name, identifier or version in common and at least NAMED."""
+    embeddings' (None without a model); ``common`` the stems their neighbourhood shares
+    anyway (a history's boilerplate), which say nothing about either. They are compared
+    when they are about the same thing: that cosine, or the share of words they share, at
+    least ``similarity``; or a name, identifier or version in common and at least NAMED.
+    The classes (knowledge.rules) read them sentence by sentence."""
     whole_a, whole_b = read(a), read(b)
-    shared = overlap(whole_a.content, whole_b.content)
+    content_a, content_b = whole_a.content - common, whole_b.content - common
+    shared = overlap(content_a, content_b)
     score = max(cosine if cosine is not None else 0.0, shared)
     named = (
-        bool(whole_a.specific & whole_b.specific)
+        bool((whole_a.specific & whole_b.specific) - common)
         or bool(_measured(whole_a) & _measured(whole_b))
-        or bool((whole_a.old | whole_a.new) & whole_b.content)
-        or bool((whole_b.old | whole_b.new) & whole_a.content)
+        or bool((whole_a.old | whole_a.new) & content_b)
+        or bool((whole_b.old | whole_b.new) & content_a)
     )
     evidence: dict[str, object] = {
         "similarity": round(score, 3),
         "sharedWords": round(shared, 3),
         **({"cosine": round(cosine, 3)} if cosine is not None else {}),
     }
-    if score < similarity and not (named and score >= NAMED):
+    if score < NAMED:
         return Verdict(None, score, evidence)
-    differs = _claims(whole_a, whole_b, whole=True)
-    seen: set[tuple[str, str]] = set()
-    for left, right in _aligned(a, b, ALIGNED):
-        if (left.text, right.text) in seen or (left.text, right.text) == (a, b):
-            continue
-        seen.add((left.text, right.text))
-        differs += [c for c in _claims(left, right, whole=False) if c not in differs]
-    if score < similarity:
-        # Related only through a shared name: only a value or a declared change of it
-        # counts (a denial or another word beside a name says something else about it).
-        differs = [c for c in differs if c["signal"] in ("number", "change")]
-    only_a = sorted(whole_a.content - whole_b.content)
-    only_b = sorted(whole_b.content - whole_a.content)
+    close = score >= similarity or named
+    # Below ``similarity``, without a name in common, only what names its own subject
+    # counts: a version of one product, a quantity or a schedule of the same words.
+    findings = _findings(a, b, common, measured_only=not close)
+    if close:
+        findings += _choice_findings(a, b, whole_a, whole_b, swapped=score >= similarity)
+    only_a = sorted(content_a - content_b)
+    only_b = sorted(content_b - content_a)
     evidence["onlyFirst"] = only_a[:12]
     evidence["onlySecond"] = only_b[:12]
-    if differs:
-        evidence["signals"] = sorted({claim["signal"] for claim in differs})
-        evidence["differs"] = differs[:6]
+    if findings:
+        findings.sort(key=lambda f: -STRENGTH[f.kind])
+        evidence["class"] = findings[0].kind
+        evidence["classes"] = sorted({f.kind for f in findings})
+        evidence["strength"] = STRENGTH[findings[0].kind]
+        evidence["differs"] = [f.evidence(a, b) for f in findings[:6]]
         return Verdict(CONFLICT, score, evidence)
-    if score >= similarity and _repeats(whole_a, whole_b, repeat_overlap, cosine):
+    if score >= similarity and _repeats(whole_a, whole_b, repeat_overlap, cosine, common):
+        evidence["class"] = "paraphrase" if shared < repeat_overlap else "reworded"
         return Verdict(REPEAT, score, evidence)
     return Verdict(None, score, evidence)
+
+
+def _findings(
+    a: str, b: str, common: frozenset[str], *, measured_only: bool = False
+) -> list[rules.Finding]:
+    """The class rules over every two sentences about the same thing (one from each)."""
+    left, right = rules.Read.of(a), rules.Read.of(b)
+    found: list[rules.Finding] = []
+    for one, words_a in zip(left.sentences, left.words, strict=True):
+        for other, words_b in zip(right.sentences, right.words, strict=True):
+            shared = (words_a & words_b) - common
+            if _other_scope(read(one.text), read(other.text)):
+                continue
+            aligned = len(shared) >= ALIGNED_WORDS
+            # Versions of one product, quantities and schedules of one thing: their own
+            # reading says what they are about.
+            found += rules.measured(one, other, aligned)
+            if not aligned or measured_only:
+                continue
+            for finding in (
+                rules.polarity(one, other, words_b),
+                _flipped(rules.polarity(other, one, words_a)),
+                rules.absent(one, other, words_b),
+                _flipped(rules.absent(other, one, words_a)),
+                rules.settings(one, other),
+                rules.opposites(one, other, words_a, words_b, common),
+                rules.exclusivity(one, other, words_a, words_b, common),
+                _flipped(rules.exclusivity(other, one, words_b, words_a, common)),
+                rules.naming(one, other, words_a, words_b, common),
+            ):
+                if finding is not None:
+                    found.append(finding)
+    unique: dict[tuple[str, tuple[int, int], tuple[int, int]], rules.Finding] = {}
+    for finding in found:
+        unique.setdefault((finding.kind, finding.first, finding.second), finding)
+    return list(unique.values())
+
+
+def _flipped(finding: rules.Finding | None) -> rules.Finding | None:
+    if finding is None:
+        return None
+    return rules.Finding(
+        finding.kind, finding.about, finding.second, finding.first, finding.strength
+    )
+
+
+def _choice_findings(
+    a: str, b: str, whole_a: Words, whole_b: Words, *, swapped: bool
+) -> list[rules.Finding]:
+    """A declared change or a swapped prescription (``_choices``), with the sentences that
+    say them as spans."""
+    if _other_scope(whole_a, whole_b):
+        return []
+    found = []
+    for choice in _choices(whole_a, whole_b, whole=True):
+        if "left" in choice and not swapped:
+            continue
+        found.append(
+            rules.Finding(
+                rules.CHOICE,
+                choice["about"],
+                _span_of(a, choice.get("left") or choice["about"]),
+                _span_of(b, choice.get("right") or choice["about"]),
+            )
+        )
+    return found
+
+
+def _span_of(text: str, about: str) -> tuple[int, int]:
+    """The sentence of ``text`` that says one of ``about``'s words (the first one)."""
+    for sentence in split(text):
+        lowered = sentence.text.lower()
+        if any(word and word in lowered for word in about.lower().replace("/", " ").split()):
+            return sentence.start, sentence.start + len(sentence.text.rstrip())
+    return 0, len(text)
 
 
 def _measured(words: Words) -> set[str]:
@@ -370,26 +387,36 @@ def _measured(words: Words) -> set[str]:
     return {what for what, unit, value in words.numbers if what and (unit or "." in value)}
 
 
-def _repeats(a: Words, b: Words, threshold: float, cosine: float | None) -> bool:
+def _repeats(
+    a: Words, b: Words, threshold: float, cosine: float | None, common: frozenset[str] = frozenset()
+) -> bool:
     """Neither adds anything of substance: the same names, numbers and identifiers (at
     least ``threshold`` of the smaller side's are in the other), and either nearly all of
     the smaller one's words in the larger or, for a paraphrase, one meaning to the model."""
-    small, large = (a, b) if len(a.content) <= len(b.content) else (b, a)
-    if not small.content:
+    content_a, content_b = a.content - common, b.content - common
+    (small, small_content), (large, large_content) = sorted(
+        ((a, content_a), (b, content_b)), key=lambda side: len(side[1])
+    )
+    # A text of one or two words that carry meaning ("fix for the fix") says too little to
+    # repeat another, unless the other says it word for word.
+    if len(small_content) < SUBSTANCE and a.tokens != b.tokens:
         return False
-    covered = len(small.content & large.content) / len(small.content)
-    if small.specific or large.specific:
-        names = overlap(small.specific, large.specific) if small.specific else 0.0
-        if names < threshold or len(large.specific - small.specific) > max(2, len(small.specific)):
+    if not small_content:
+        return a.tokens == b.tokens and bool(a.tokens)
+    covered = len(small_content & large_content) / len(small_content)
+    specific_small, specific_large = small.specific - common, large.specific - common
+    if specific_small or specific_large:
+        names = overlap(specific_small, specific_large) if specific_small else 0.0
+        if names < threshold or len(specific_large - specific_small) > max(2, len(specific_small)):
             return False
-    extra = large.content - small.content
-    missing = len(small.content) - len(small.content & large.content)
+    extra = large_content - small_content
+    missing = len(small_content) - len(small_content & large_content)
     # Nearly all of the smaller one's words, at most one in four of them missing (in a short
     # memory, a missing word is often the very thing it is about: "cookie support").
     if (
         covered >= threshold
-        and missing * 4 < len(small.content)
-        and (len(extra) <= max(3, len(small.content)))
+        and missing * 4 < len(small_content)
+        and (len(extra) <= max(3, len(small_content)))
     ):
         return True
     # Paraphrases: other words for the same claim, which the model sees as one meaning.

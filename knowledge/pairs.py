@@ -23,6 +23,7 @@ words changed so that it is no longer flagged is closed (resolution ``changed``)
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from knowledge import contradictions, embeddings
+from knowledge import contradictions, embeddings, reading
 from knowledge.models import MemoryEmbedding, MemoryPair, PairStatus, Resolution
 from memories.metrics import PAIRS as PAIRS_SEEN
 from memories.models import Memory, MemoryPolicy
@@ -112,7 +113,7 @@ WITH me AS (
         SELECT first_id, second_hash, first_hash
         FROM {PAIRS_TABLE} WHERE second_id = me.id AND status = {_OPEN}
     ) AS pr JOIN {MEMORIES} o ON o.id = pr.other
-    WHERE (me.content_hash, o.content_hash) <> (pr.mine, pr.theirs)
+    WHERE %(recheck)s OR (me.content_hash, o.content_hash) <> (pr.mine, pr.theirs)
     UNION
     SELECT me.id, me.id FROM me
 )
@@ -176,7 +177,7 @@ class Found:
     read: dict[int, Row]
 
 
-def _found(ids: Sequence[int], model: str) -> Found:
+def _found(ids: Sequence[int], model: str, recheck: bool = False) -> Found:
     found = Found([], {}, {}, {})
     rows = word_rows()
     # Prepared: its plan does not depend on the values, and planning it cost as much as
@@ -187,6 +188,7 @@ def _found(ids: Sequence[int], model: str) -> Found:
             {
                 "ids": list(ids),
                 "model": model,
+                "recheck": recheck,
                 "known": list(rows),
                 "rows": list(rows.values()),
             },
@@ -275,7 +277,9 @@ def _closest(
     return found[:COMPARED] + [item for item in found[COMPARED:] if item[0].id in partners]
 
 
-def find(memory_ids: Sequence[int], *, found_by: str) -> dict[int | None, int]:
+def find(
+    memory_ids: Sequence[int], *, found_by: str, recheck: bool = False
+) -> dict[int | None, int]:
     """Compare each of ``memory_ids`` (active ones) with its candidates and keep the pairs
     found (see the module); how many pairs were opened or closed, per project.
 
@@ -283,7 +287,7 @@ def find(memory_ids: Sequence[int], *, found_by: str) -> dict[int | None, int]:
     pairs; then at most one INSERT, and one lock (pairs in id order, memories.locks) and one
     UPDATE (with pgvector, one nearest lookup more per memory)."""
     embedder = embeddings.configured()
-    found = _found(sorted(set(memory_ids)), embedder.name if embedder else "")
+    found = _found(sorted(set(memory_ids)), embedder.name if embedder else "", recheck)
     if not found.rows:
         return {}
     compared, read = [row.id for row in found.rows], list(found.read)
@@ -296,7 +300,7 @@ def find(memory_ids: Sequence[int], *, found_by: str) -> dict[int | None, int]:
     )
     partners: dict[int, set[int]] = {}
     for pair in known:
-        if pair.status == PairStatus.OPEN and not _as_found(pair, found.read):
+        if pair.status == PairStatus.OPEN and (recheck or not _as_found(pair, found.read)):
             for side in pair.memory_ids:
                 partners.setdefault(side, set()).add(pair.other(side))
     verdicts: dict[tuple[int, int], tuple[Row, Row, contradictions.Verdict]] = {}
@@ -304,6 +308,7 @@ def find(memory_ids: Sequence[int], *, found_by: str) -> dict[int | None, int]:
         limits = found.limits[row.id]
         flagged = []
         candidates = found.candidates.get(row.id, [])
+        common = _common(row, [found.read[i] for i in candidates if i in found.read])
         for other, cosine in _closest(row, candidates, found.read, partners.get(row.id, set())):
             first, second = (row, other) if row.id < other.id else (other, row)
             try:
@@ -313,6 +318,7 @@ def find(memory_ids: Sequence[int], *, found_by: str) -> dict[int | None, int]:
                     cosine=cosine,
                     similarity=limits["pair_similarity"],
                     repeat_overlap=limits["repeat_overlap"],
+                    common=common,
                 )
             except Exception:  # a reading that fails never fails the write
                 logger.exception("comparing memories %s and %s failed", first.id, second.id)
@@ -323,7 +329,36 @@ def find(memory_ids: Sequence[int], *, found_by: str) -> dict[int | None, int]:
         for _, other, verdict in flagged[:MAX_PAIRS]:
             first, second = (row, other) if row.id < other.id else (other, row)
             verdicts[(first.id, second.id)] = (first, second, verdict)
-    return _keep(verdicts, known, found.read, found_by)
+    return _keep(verdicts, known, found.read, found_by, recheck)
+
+
+# A word in this share of a memory's neighbourhood (itself and its candidates, when there
+# are at least COMMON_AMONG) is the neighbourhood's boilerplate ("[svn] ... branch : trunk"):
+# it says nothing about whether two of them agree.
+COMMON_SHARE = 0.6
+COMMON_AMONG = 5
+
+
+# A word in at least this many memories of the owner (by the table's statistics) tells two
+# of them apart no better than "the" does.
+FREQUENT_ROWS = 200
+
+
+def _common(row: Row, candidates: Sequence[Row]) -> frozenset[str]:
+    prefix = f"{row.project_id if row.project_id is not None else 'g'}:w:"
+    frequent = {
+        key.removeprefix(prefix)
+        for key, rows in word_rows().items()
+        if rows >= FREQUENT_ROWS and key.startswith(prefix)
+    }
+    found = frequent | {reading.stem(word) for word in frequent}
+    texts = [row, *{c.id: c for c in candidates}.values()]
+    if len(texts) >= COMMON_AMONG:
+        counts: Counter[str] = Counter()
+        for text in texts:
+            counts.update(reading.read(text.content).content)
+        found |= {word for word, n in counts.items() if n >= COMMON_SHARE * len(texts)}
+    return frozenset(found)
 
 
 def _as_found(pair: MemoryPair, read: dict[int, Row]) -> bool:
@@ -341,6 +376,7 @@ def _keep(
     known: Sequence[MemoryPair],
     read: dict[int, Row],
     found_by: str,
+    recheck: bool = False,
 ) -> dict[int | None, int]:
     """Write the pairs found: new ones, reopened ones (their words changed since a
     decision), updated open ones; and close the open ``known`` pairs that are no longer
@@ -375,7 +411,7 @@ def _keep(
                 )
             )
             continue
-        if _as_found(pair, read):
+        if _as_found(pair, read) and not (recheck and pair.status == PairStatus.OPEN):
             continue  # a decision holds while the words do, and an open pair is as found
         if pair.status != PairStatus.OPEN:
             values |= {
@@ -404,13 +440,18 @@ def _keep(
             continue
         if pair.first_id not in read or pair.second_id not in read:
             continue  # one has left (archived): nothing to judge
-        if _as_found(pair, read):
+        same_words = _as_found(pair, read)
+        if same_words and not recheck:
             continue  # the same words: still as found
         pair.status = PairStatus.RESOLVED
         pair.resolution = Resolution.CHANGED
         pair.resolved_actor = found_by
         pair.resolved_at = now
-        pair.reason = "The words changed: no longer alike."
+        pair.reason = (
+            "Read again: no longer flagged."
+            if same_words
+            else "The words changed: no longer alike."
+        )
         pair.updated_at = now
         changed.append(pair)
         count(pair)

@@ -29,7 +29,9 @@ def find_conflicts(*, batch_size: int = 200, seconds: float | None = None) -> Jo
             .values_list("id", flat=True)[:batch_size]
         )
         with transaction.atomic():
-            counts = pairs.find(ids, found_by=f"system:{JOB}") if ids else {}
+            # The walk reads open pairs again even where their words are the same: what
+            # their neighbourhood shares (knowledge.pairs) may have changed since.
+            counts = pairs.find(ids, found_by=f"system:{JOB}", recheck=True) if ids else {}
             JobState.objects.filter(name=JOB).update(cursor=ids[-1] if ids else 0)
             history.written(counts)
         result.add(counts)

@@ -1,0 +1,408 @@
+"""Contradictions by class between two memories (pure: two texts in, findings out).
+
+Two sentences, one from each memory, are read side by side when they are about the same
+thing (they share words that carry meaning, beside those the neighbourhood shares anyway).
+Each class reads them in its own way (knowledge.claims for quantities, versions and
+schedules; here for the rest):
+
+* **polarity**: one forbids ("never", "must not", "don't", "avoid") what the other does or
+  prescribes, the same action on the same thing, in other words too ("never write to the
+  cache from handlers" / "handlers fill the cache on a miss"); or opposite words about the
+  same thing ("enabled" / "disabled", "required" / "optional");
+* **exclusivity**: "only X" against another thing in X's place ("also Y", "Y too");
+* **naming**: the same names start or end with something else, or follow another case
+  style (snake_case / camelCase);
+* **choice**: a declared change against a memory that still says the old thing, or one
+  prescribed thing swapped for another ("use pnpm" / "use npm"): knowledge.contradictions.
+
+Each finding names its class, what it is about and the two spans that disagree (offsets in
+each memory's text), for a reviewer to see side by side.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from knowledge import claims
+from knowledge.claims import Sentence, split
+from knowledge.reading import STOPWORDS, stem
+
+# Words that say where a claim holds: two claims for different ones are about different
+# scopes, not opposite claims (knowledge.contradictions.SCOPES, by stem).
+QUANTITY, VERSION, SCHEDULE = "quantity", "version", "schedule"
+POLARITY, EXCLUSIVITY, NAMING, CHOICE = "polarity", "exclusivity", "naming", "choice"
+CLASSES = (QUANTITY, VERSION, SCHEDULE, POLARITY, EXCLUSIVITY, NAMING, CHOICE)
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # one of CLASSES
+    about: str
+    first: tuple[int, int]  # offsets in the first text
+    second: tuple[int, int]
+    # How sure the rule is (a strong finding opens a pair on its own).
+    strength: float = 1.0
+
+    def evidence(self, a: str, b: str) -> dict[str, object]:
+        return {
+            "class": self.kind,
+            "about": self.about,
+            "first": a[self.first[0] : self.first[1]],
+            "second": b[self.second[0] : self.second[1]],
+            "firstSpan": list(self.first),
+            "secondSpan": list(self.second),
+        }
+
+
+@dataclass
+class Read:
+    """A memory's sentences with what each claims, read once."""
+
+    text: str
+    sentences: list[Sentence]
+    words: list[frozenset[str]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, text: str) -> Read:
+        sentences = split(text)
+        words = [frozenset(_words(s)) for s in sentences]
+        return cls(text, sentences, words)
+
+
+def _words(sentence: Sentence) -> set[str]:
+    """The stems of a sentence's words that carry meaning; a path or a dotted name gives
+    its parts too ("log/slog" says "slog")."""
+    return {word for token in sentence.tokens for word in _words_of(token.word)}
+
+
+def _words_of(token: str) -> set[str]:
+    return {
+        stem(word)
+        for word in {token, *re.split(r"[/.:]+", token)}
+        if word and word[:1].isalpha() and word not in STOPWORDS and len(word) > 1
+    }
+
+
+# Verbs that do the same to a thing: a prohibition of one is contradicted by another.
+_SAME_ACTION = [
+    "write writ fill populate store save set put cache persist insert update",
+    "read fetch load get query look",
+    "call invoke hit use request",
+    "run execute start launch spawn trigger schedule",
+    "delete remove drop purge truncate clear wipe",
+    "create add insert make generate",
+    "commit push merge deploy release ship publish",
+    "log print emit record",
+    "block wait sleep",
+    "retry rerun repeat",
+    "import depend require",
+    "share expose return send",
+    "mock stub fake patch",
+    "enable set turn activate switch",
+]
+ACTION: dict[str, set[int]] = {}
+for _group, _said in enumerate(_SAME_ACTION):
+    for _word in _said.split():
+        ACTION.setdefault(stem(_word), set()).add(_group)
+
+_PROHIBIT = re.compile(
+    r"\b(?:never|do\s+not|don't|does\s+not|doesn't|must\s+not|mustn't|should\s+not|"
+    r"shouldn't|cannot|can't|may\s+not|avoid(?:s|ing)?|no\s+longer|not\s+allowed\s+to|"
+    r"forbidden\s+to|(?:is|are)\s+not\s+(?:allowed|permitted)\s+to|stop(?:ped)?|without)\b",
+    re.I,
+)
+_NEGATED = re.compile(r"\b(?:not|never|no|don't|doesn't|isn't|aren't|cannot|can't|without)\b", re.I)
+_OPPOSITE_PAIRS = [
+    ("enabl", "disabl"), ("allow", "forbid"), ("allow", "deny"), ("allow", "block"),
+    ("sync", "async"), ("synchronous", "asynchronous"), ("requir", "optional"),
+    ("mandatory", "optional"), ("always", "never"), ("public", "private"),
+    ("lazy", "eager"), ("lazily", "eagerly"), ("inclusive", "exclusive"), ("on", "off"),
+    ("accept", "reject"), ("include", "exclude"), ("includ", "exclud"), ("strict", "lenient"),
+    ("mutable", "immutable"), ("manual", "automatic"), ("manually", "automatically"),
+    ("sequential", "parallel"), ("serial", "parallel"), ("blocking", "non-blocking"),
+    ("incremental", "full"), ("before", "after"), ("over", "under"),
+]  # fmt: skip
+OPPOSITE: dict[str, set[str]] = {}
+for _left, _right in _OPPOSITE_PAIRS:
+    OPPOSITE.setdefault(_left, set()).add(_right)
+    OPPOSITE.setdefault(_right, set()).add(_left)
+
+_CASE_STYLES = {
+    "snake_case": "snake", "snake": "snake", "camelcase": "camel", "camel": "camel",
+    "pascalcase": "pascal", "pascal": "pascal", "kebab-case": "kebab", "kebab": "kebab",
+    "screaming_snake_case": "screaming", "upper_snake_case": "screaming",
+    "lowercase": "lower", "lower-case": "lower", "uppercase": "upper", "upper-case": "upper",
+}  # fmt: skip
+_AFFIX = re.compile(
+    r"\b(start|begin|end|prefix|suffix)(?:s|es|ed|ing)?\b(?:\s+(?:with|by))?\s+(?P<what>[^.;,]+)",
+    re.I,
+)
+_ONLY = re.compile(
+    r"\b(?:only|exclusively|solely|nothing\s+but)\s+(?:(?:via|through|with|by|on|in|from|use|"
+    r"uses|using|the|a|an)\s+)*(?P<after>[\w./@+-]+)|(?P<before>[\w./@+-]+)[- ]only\b",
+    re.I,
+)
+_MORE = re.compile(r"\b(?:also|too|as\s+well|either|any|or|alongside|besides)\b", re.I)
+
+
+def _shared(a: frozenset[str], b: frozenset[str], common: frozenset[str]) -> set[str]:
+    return set(a & b) - common
+
+
+def _action(sentence: Sentence, after: int) -> tuple[set[int], str | None, int]:
+    """After a prohibition: the action (its groups), the thing it acts on first (its
+    object's stem), and the index of the last token read."""
+    groups: set[int] = set()
+    last = after
+    for index in range(after, min(len(sentence.tokens), after + 6)):
+        word = sentence.tokens[index].word
+        if word in STOPWORDS or word in ("not", "no"):
+            continue
+        last = index
+        if not groups:
+            groups = ACTION.get(stem(word), set())
+            if not groups:
+                return groups, None, last
+            continue
+        return groups, stem(word), last
+    return groups, None, last
+
+
+def _token_at(sentence: Sentence, offset: int) -> int:
+    for index, token in enumerate(sentence.tokens):
+        if token.end > offset:
+            return index
+    return len(sentence.tokens) - 1
+
+
+def polarity(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | None:
+    """``a`` forbids an action that ``b`` does or prescribes, on the same thing."""
+    if _NEGATED.search(b.text):
+        return None
+    for match in _PROHIBIT.finditer(a.text):
+        at = _token_at(a, a.start + match.end())
+        groups, thing, last = _action(a, at)
+        if not groups or thing is None or thing not in words_b:
+            continue
+        if any(ACTION.get(stem(token.word), set()) & groups for token in b.tokens):
+            first = (a.start + match.start(), a.tokens[last].end)
+            return Finding(POLARITY, thing, first, (b.start, b.tokens[-1].end))
+    return None
+
+
+_ABSENT = re.compile(
+    r"(?P<name>(?:[\w./@+-]+\s+){0,2}[\w./@+-]+)\s+(?:is|are|was|were)(?:\s+not|n't)\s+"
+    r"(?:installed|used|available|supported|a\s+dependency|present|enabled|allowed|needed|"
+    r"required|in\s+use)\b",
+    re.I,
+)
+
+
+def absent(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | None:
+    """``a`` says a named thing is not installed, used or supported where ``b`` relies on
+    it ("pytest is not a dependency" / "run tests with pytest")."""
+    if _NEGATED.search(b.text):
+        return None
+    for match in _ABSENT.finditer(a.text):
+        said = match.group("name").split()
+        names = [
+            stem(word.lower())
+            for n, word in enumerate(said)
+            if word.lower() not in STOPWORDS and (_name_like(word) or n == len(said) - 1)
+        ]
+        if names and all(name in words_b for name in names):
+            where = next(t for t in b.tokens if names[-1] in _words_of(t.word))
+            return Finding(
+                POLARITY,
+                " ".join(names),
+                (a.start + match.start(), a.start + match.end()),
+                (where.start, where.end),
+            )
+    return None
+
+
+_SETTING = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*[A-Za-z_0-9])\s*=\s*[\"']?([\w.-]+)")
+_BOOLEAN = {"true", "false", "on", "off", "yes", "no", "enabled", "disabled"}
+
+
+def settings(a: Sentence, b: Sentence) -> Finding | None:
+    """The same setting given another value (``catchup=False`` / ``catchup=True``)."""
+    right = {m.group(1).lower(): m for m in _SETTING.finditer(b.text)}
+    for left in _SETTING.finditer(a.text):
+        other = right.get(left.group(1).lower())
+        if other is None:
+            continue
+        value_a, value_b = left.group(2).lower(), other.group(2).lower()
+        if value_a == value_b:
+            continue
+        kind = POLARITY if value_a in _BOOLEAN and value_b in _BOOLEAN else CHOICE
+        if kind == CHOICE and value_a.replace(".", "").isdigit():
+            kind = QUANTITY
+        return Finding(
+            kind,
+            left.group(1),
+            (a.start + left.start(), a.start + left.end()),
+            (b.start + other.start(), b.start + other.end()),
+        )
+    return None
+
+
+def opposites(
+    a: Sentence,
+    b: Sentence,
+    words_a: frozenset[str],
+    words_b: frozenset[str],
+    common: frozenset[str],
+) -> Finding | None:
+    """Opposite words in two sentences that otherwise say the same ("X is enabled in
+    staging" / "X is disabled in staging")."""
+    only_a, only_b = words_a - words_b, words_b - words_a
+    rest = _shared(words_a, words_b, common)
+    if len(rest) < 2 or len(rest) < 0.5 * min(len(words_a), len(words_b)) - 1:
+        return None
+    for word in sorted(only_a):
+        other = OPPOSITE.get(word, set()) & only_b
+        if other:
+            left = next(t for t in a.tokens if stem(t.word) == word)
+            found = sorted(other)[0]
+            right = next(t for t in b.tokens if stem(t.word) == found)
+            return Finding(
+                POLARITY,
+                " ".join(sorted(rest))[:80],
+                (left.start, left.end),
+                (right.start, right.end),
+            )
+    return None
+
+
+def exclusivity(
+    a: Sentence,
+    b: Sentence,
+    words_a: frozenset[str],
+    words_b: frozenset[str],
+    common: frozenset[str],
+) -> Finding | None:
+    """``a`` says only X where ``b`` names something else in X's place, or X and more."""
+    match = _ONLY.search(a.text)
+    if not match:
+        return None
+    said = match.group("after") or match.group("before") or ""
+    only = stem(said.lower())
+    if not only or only in STOPWORDS or not _name_like(said):
+        return None
+    context = _shared(words_a, words_b, common) - {only}
+    if len(context) < 2:
+        return None
+    others = [
+        t for t in b.tokens
+        if (t.text[:1].isupper() or any(ch in t.text for ch in "._/")) and stem(t.word) not in words_a
+        and t.word not in STOPWORDS and t is not b.tokens[0]
+    ]  # fmt: skip
+    if only in words_b and _MORE.search(b.text) and others:
+        other = others[0]
+    elif only not in words_b and others:
+        other = others[0]
+    else:
+        return None
+    return Finding(
+        EXCLUSIVITY,
+        only,
+        (a.start + match.start(), a.start + match.end()),
+        (other.start, other.end),
+    )
+
+
+def _name_like(word: str) -> bool:
+    """A name, not a plain word: capitals, or the marks of an identifier, path or package."""
+    return (
+        word[:1].isupper()
+        or any(ch in word for ch in "._/@")
+        or (any(ch.isupper() for ch in word[1:]) and word.isalnum())
+    )
+
+
+def naming(
+    a: Sentence,
+    b: Sentence,
+    words_a: frozenset[str],
+    words_b: frozenset[str],
+    common: frozenset[str],
+) -> Finding | None:
+    """The same names start (or end) with something else, or follow another case style."""
+    context = _shared(words_a, words_b, common)
+    if not context:
+        return None
+    for left in _AFFIX.finditer(a.text):
+        for right in _AFFIX.finditer(b.text):
+            if _anchor(left.group(1)) != _anchor(right.group(1)):
+                continue
+            what_a = _content(left.group("what"))
+            what_b = _content(right.group("what"))
+            if (
+                what_a
+                and what_b
+                and what_a.isdisjoint(what_b)
+                and len(context - what_a - what_b) >= 1
+            ):
+                return Finding(
+                    NAMING,
+                    " ".join(sorted(context))[:80],
+                    (a.start + left.start(), a.start + left.end()),
+                    (b.start + right.start(), b.start + right.end()),
+                )
+    styles_a = {_CASE_STYLES[t.word]: t for t in a.tokens if t.word in _CASE_STYLES}
+    styles_b = {_CASE_STYLES[t.word]: t for t in b.tokens if t.word in _CASE_STYLES}
+    if styles_a and styles_b and set(styles_a).isdisjoint(styles_b) and len(context) >= 2:
+        left_token, right_token = next(iter(styles_a.values())), next(iter(styles_b.values()))
+        return Finding(
+            NAMING,
+            " ".join(sorted(context))[:80],
+            (left_token.start, left_token.end),
+            (right_token.start, right_token.end),
+        )
+    return None
+
+
+def _anchor(word: str) -> str:
+    word = word.lower()
+    return "start" if word in ("start", "begin", "prefix") else "end"
+
+
+def _content(text: str) -> set[str]:
+    return {
+        stem(w) for w in re.findall(r"[\w'-]+", text.lower()) if w not in STOPWORDS and len(w) > 1
+    }
+
+
+def measured(a: Sentence, b: Sentence, aligned: bool) -> list[Finding]:
+    """Versions of the same product (in two sentences about the same thing: ``aligned``),
+    and quantities and schedules of the same thing, that disagree."""
+    found: list[Finding] = []
+    versions_a, versions_b = claims.versions(a), claims.versions(b)
+    for left in versions_a if aligned else ():
+        for right in versions_b:
+            if claims.versions_disagree(left, right):
+                found.append(Finding(VERSION, left.product, left.span, right.span))
+    for left_s in claims.schedules(a):
+        for right_s in claims.schedules(b):
+            subject = left_s.subject & right_s.subject
+            if subject and claims.schedules_disagree(left_s, right_s):
+                found.append(
+                    Finding(SCHEDULE, " ".join(sorted(subject))[:80], left_s.span, right_s.span)
+                )
+    taken = {v.span for v in (*versions_a, *versions_b)}
+    left_all = [q for q in claims.quantities(a) if q.span not in taken]
+    right_all = [q for q in claims.quantities(b) if q.span not in taken]
+    for left_q in left_all:
+        # A value the other side names anywhere, in the same measure, is no contradiction.
+        if any(claims.same_value(left_q, q) for q in right_all):
+            continue
+        for right_q in right_all:
+            if any(claims.same_value(right_q, q) for q in left_all):
+                continue
+            if claims.same_quantity(left_q, right_q, aligned=aligned):
+                about = " ".join(sorted(left_q.subject & right_q.subject))[:80]
+                found.append(Finding(QUANTITY, about, left_q.span, right_q.span))
+                break
+    return found
