@@ -401,6 +401,21 @@ if MEMORY_EMBEDDINGS == "openai" and not (MEMORY_EMBEDDINGS_URL and MEMORY_EMBED
     raise ImproperlyConfigured(
         "MEMORY_EMBEDDINGS=openai needs MEMORY_EMBEDDINGS_URL and MEMORY_EMBEDDINGS_MODEL."
     )
+# A judge model for the pairs of memories the rules cannot decide (knowledge.judge): an
+# OpenAI-compatible chat completions endpoint (Ollama, vLLM, llama.cpp's server), given as its
+# base URL (http://127.0.0.1:11434), its /v1 or its full /v1/chat/completions. Unset: the
+# rules alone. Each job run asks it at most CONFLICT_JUDGE_CALLS questions.
+CONFLICT_JUDGE_URL = env_str("CONFLICT_JUDGE_URL", "").strip()
+CONFLICT_JUDGE_MODEL = env_str("CONFLICT_JUDGE_MODEL", "").strip()
+CONFLICT_JUDGE_API_KEY = env_str("CONFLICT_JUDGE_API_KEY", "")
+CONFLICT_JUDGE_TIMEOUT = env_int("CONFLICT_JUDGE_TIMEOUT", 20)
+CONFLICT_JUDGE_CALLS = env_int("CONFLICT_JUDGE_CALLS", 50)
+if CONFLICT_JUDGE_URL and not CONFLICT_JUDGE_MODEL:
+    raise ImproperlyConfigured(
+        "CONFLICT_JUDGE_URL is set but CONFLICT_JUDGE_MODEL is not: set CONFLICT_JUDGE_MODEL "
+        "to the model the endpoint serves (e.g. qwen2.5:7b-instruct), or unset "
+        "CONFLICT_JUDGE_URL to decide pairs by the rules alone."
+    )
 TIKTOKEN_CACHE_DIR = env_path("TIKTOKEN_CACHE_DIR", VAR_DIR / "tiktoken")
 
 # Demo data.

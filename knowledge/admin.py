@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from knowledge import decisions
-from knowledge.models import Entity, EntityLink, EntityTerm, MemoryPair
+from knowledge.models import Entity, EntityLink, EntityTerm, JudgeAnswer, MemoryPair
 from memories import roles
 from memories.actors import Actor
 from memories.admin.access import ByProjectRole, require_role
@@ -123,3 +123,33 @@ class EntityLinkAdmin(ByProjectRole):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # added on the entity pages, between two entities of one project
+
+
+@admin.register(JudgeAnswer)
+class JudgeAnswerAdmin(admin.ModelAdmin):
+    """What the judge model said about pairs the rules could not decide (knowledge.judge),
+    kept by the two texts' content hashes. Read only, and for administrators only: the rows
+    belong to no project, and their spans and reasons quote memories of any project."""
+
+    list_display = ["key", "model", "verdict", "reason", "created_at"]
+    list_filter = ["verdict", "model"]
+    search_fields = ["=key"]
+    show_full_result_count = False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [field.name for field in JudgeAnswer._meta.fields]
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request.user.is_superuser
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # asked of the model by the pair finder
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

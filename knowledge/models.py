@@ -326,3 +326,41 @@ class EntityTerm(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# --- the judge model's answers (knowledge.judge) -----------------------------------------------
+
+
+class JudgeVerdict(models.TextChoices):
+    """What a judge model said two memories are to each other."""
+
+    CONFLICT = "conflict", "both cannot be true at once"
+    REPEAT = "repeat", "the same claim"
+    COMPATIBLE = "compatible", "both can be true"
+
+
+class JudgeAnswer(models.Model):
+    """A judge model's answer about two memories' words, kept so that the same two texts are
+    never asked of the same model twice. ``key`` is the sha256 of the two content hashes in
+    sorted order (either memory may come first); ``low_span`` is the disagreeing words of the
+    text whose hash sorts first, ``high_span`` of the other."""
+
+    key = models.CharField(max_length=64)
+    model = models.CharField(max_length=200)
+    verdict = models.CharField(max_length=16, choices=JudgeVerdict)
+    low_span = models.TextField(blank=True, default="")
+    high_span = models.TextField(blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "knowledge_judge_answers"
+        constraints = [
+            models.UniqueConstraint(fields=["key", "model"], name="judge_answer_unique"),
+            models.CheckConstraint(
+                condition=in_choices("verdict", JudgeVerdict), name="judge_verdict_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.verdict} by {self.model} ({self.key[:12]})"

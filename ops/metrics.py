@@ -25,6 +25,7 @@ from prometheus_client.registry import Collector
 
 # Every layer's metrics are registered once this module is imported, so a scrape of any
 # process lists them all.
+import knowledge.metrics  # noqa: F401
 import policies.metrics  # noqa: F401
 from assembly.metrics import FAST_BUCKETS
 
