@@ -46,8 +46,8 @@ def main() -> int:
     from memories import services
     from memories.actors import Actor
     from memories.models import Memory, Project
-    from policies.conflicts import JOB, find_conflicts
     from memories.statistics import forget_common_words
+    from policies.conflicts import JOB, find_conflicts
     from policies.models import JobState
 
     lines = (Path(args.history) / "memories.jsonl").read_text().splitlines()
@@ -81,7 +81,8 @@ def main() -> int:
     job = time.perf_counter() - started
     pairs = MemoryPair.objects.filter(project=project, status=PairStatus.OPEN)
     kinds = Counter(
-        (pair.kind, (pair.evidence or {}).get("class", "-")) for pair in pairs.only("kind", "evidence")
+        (pair.kind, (pair.evidence or {}).get("class", "-"))
+        for pair in pairs.only("kind", "evidence")
     )
     total = sum(kinds.values())
     print(f"{len(rows)} memories written: p50 {statistics.median(writes):.1f} ms each")

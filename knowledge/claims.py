@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from knowledge.reading import STOPWORDS, stem
+from knowledge.reading import STOPWORDS, stem, word_set
 
 
 @dataclass(frozen=True)
@@ -103,9 +103,9 @@ UNITS: dict[str, tuple[str, float]] = {
 _NUMBER = re.compile(r"^(\d{1,3}(?:,\d{3})+|\d+(?:[._]\d+)?)([a-z%]*)$")
 _RATE = {"rps": ("time", 1.0), "qps": ("time", 1.0), "rpm": ("time", 60.0)}
 # Words that make a count's number something else: an identifier, a position, a year.
-_NOT_COUNTS = frozenset(
-    "run pr issue ticket step rule item page line version v no number id port python node "
-    "http status code phase stage level tier section chapter part".split()
+_NOT_COUNTS = word_set(
+    "pr issue ticket step rule item page line version v no number id port python node http "
+    "status code phase stage level tier section chapter part"
 )
 
 
@@ -222,7 +222,7 @@ def _counted(sentence: Sentence, first: int, last: int) -> str | None:
             # "retry three times": what is repeated is the verb before
             for back in reversed(tokens[max(0, first - 3) : first]):
                 if _meaningful(back.word):
-                    return stem(back.word)
+                    return _same_count.get(stem(back.word), stem(back.word))
             return None
         if _meaningful(token.word):
             return _same_count.get(stem(token.word), stem(token.word))
@@ -230,10 +230,11 @@ def _counted(sentence: Sentence, first: int, last: int) -> str | None:
 
 
 # Nouns that count the same thing.
-_same_count = {"try": "attempt", "retry": "attempt", "retri": "attempt", "worker": "worker",
-               "process": "worker", "thread": "thread", "replica": "replica", "pod": "replica",
-               "instance": "replica", "node": "replica", "row": "row", "record": "row",
-               "item": "item", "entry": "item", "request": "request", "call": "request"}  # fmt: skip
+_same_count = {
+    "try": "attempt", "retry": "attempt", "retri": "attempt", "process": "worker",
+    "pod": "replica", "instance": "replica", "node": "replica", "record": "row",
+    "entry": "item", "call": "request",
+}  # fmt: skip
 
 
 def _as(quantity: Quantity, other: Quantity) -> tuple[str, float]:
@@ -267,21 +268,25 @@ def same_value(a: Quantity, b: Quantity) -> bool:
 # --- versions ------------------------------------------------------------------------------------
 
 _VERSION = re.compile(r"^v?(\d+(?:\.\d+){0,3})(\+|\.x|\.\*)?$")
-_OPERATORS = {">=": "min", "=>": "min", ">": "above", "<=": "max", "<": "below",
-              "~>": "pessimistic", "~=": "pessimistic", "^": "caret", "==": "pin", "=": "pin"}  # fmt: skip
+_OPERATORS = {
+    ">=": "min", "=>": "min", ">": "above", "<=": "max", "<": "below",
+    "~>": "pessimistic", "~=": "pessimistic", "^": "caret", "==": "pin", "=": "pin",
+}  # fmt: skip
 _NEWER = ("and newer", "or newer", "and later", "or later", "and above", "or above", "or higher",
           "and higher", "and up", "onwards", "or greater", "+")  # fmt: skip
 _AT_LEAST = ("at least", "minimum", "min", "requires", "require", "required", "msrv", "floor",
              "minimum version", "no older than")  # fmt: skip
-_PRODUCT_SKIP = frozenset("to on at is was be version versions v from of the a an with in for "
-                          "runs run uses use using require requires required support supports "
-                          "pinned pin pins at least minimum min newer".split())  # fmt: skip
+_PRODUCT_SKIP = word_set(
+    "to on at is was be version versions v from of the a an with in for runs run uses use "
+    "using require requires required support supports pinned pin pins at least minimum min "
+    "newer"
+)
 _INNER = re.compile(r"^([a-z][a-z0-9_-]*?)(?:[:=@]|==|>=|~=|-)v?(\d+(?:\.\d+){1,3})")
 INFINITY = (10**9,)
 # Numbered references, not products: "RFC 2068", "section 4.4.1", "PEP 8".
-_REFERENCES = frozenset(
-    "rfc section pep iso chapter issue step page figure table line draft appendix "
-    "item rule part run pr ticket".split()
+_REFERENCES = word_set(
+    "rfc section pep iso chapter issue step page figure table line draft appendix item rule "
+    "part run pr ticket"
 )
 
 

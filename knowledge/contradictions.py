@@ -37,7 +37,6 @@ from knowledge.reading import (
     Words,
     overlap,
     read,
-    sentences,
     stem,
     word_set,
 )
@@ -178,18 +177,17 @@ def _commands(code_a: set[str], code_b: set[str]) -> bool:
     return bool(heads_a & heads_b)
 
 
-def _choices(a: Words, b: Words, *, whole: bool) -> list[dict[str, str]]:
+def _choices(a: Words, b: Words, *, whole: bool, names_only: bool = False) -> list[dict[str, str]]:
     """A declared change against a memory that still says the old thing (or not the new
     one), or the one thing prescribed swapped for another: what each side says, and what."""
     found: list[dict[str, str]] = []
-    # Only a name (an identifier, a package, a version, a capitalised name) retired or
-    # brought counts: "dropped the bootstrap" says little about another memory's "bootstrap".
-    names = a.specific | b.specific
+    # Between memories related only through a name, only a name (an identifier, a version,
+    # a capitalised name) retired or brought counts: "dropped the bootstrap" says little
+    # about another memory's "bootstrap".
+    names = (a.specific | b.specific) if names_only else (a.content | b.content)
     for changed, other in ((a, b), (b, a)):
         still = {
-            word
-            for word in changed.old & names
-            if word in other.content and word not in other.old
+            word for word in changed.old & names if word in other.content and word not in other.old
         }
         brought = {word for word in changed.new & names if word not in other.content}
         if still or (whole and brought and not changed.old and other.content & changed.content):
@@ -285,9 +283,11 @@ def compare(
     close = score >= similarity or named
     # Below ``similarity``, without a name in common, only what names its own subject
     # counts: a version of one product, a quantity or a schedule of the same words.
-    findings = _findings(a, b, common, measured_only=not close)
+    findings = _findings(a, b, common, measured_only=not close, close=score >= similarity)
     if close:
-        findings += _choice_findings(a, b, whole_a, whole_b, swapped=score >= similarity)
+        findings += _choice_findings(
+            a, b, whole_a, whole_b, swapped=score >= similarity, names_only=score < similarity
+        )
     only_a = sorted(content_a - content_b)
     only_b = sorted(content_b - content_a)
     evidence["onlyFirst"] = only_a[:12]
@@ -306,7 +306,7 @@ def compare(
 
 
 def _findings(
-    a: str, b: str, common: frozenset[str], *, measured_only: bool = False
+    a: str, b: str, common: frozenset[str], *, measured_only: bool = False, close: bool = False
 ) -> list[rules.Finding]:
     """The class rules over every two sentences about the same thing (one from each)."""
     left, right = rules.Read.of(a), rules.Read.of(b)
@@ -319,7 +319,7 @@ def _findings(
             aligned = len(shared) >= ALIGNED_WORDS
             # Versions of one product, quantities and schedules of one thing: their own
             # reading says what they are about.
-            found += rules.measured(one, other, aligned)
+            found += rules.measured(one, other, aligned, close)
             if not aligned or measured_only:
                 continue
             for finding in (
@@ -350,14 +350,14 @@ def _flipped(finding: rules.Finding | None) -> rules.Finding | None:
 
 
 def _choice_findings(
-    a: str, b: str, whole_a: Words, whole_b: Words, *, swapped: bool
+    a: str, b: str, whole_a: Words, whole_b: Words, *, swapped: bool, names_only: bool
 ) -> list[rules.Finding]:
     """A declared change or a swapped prescription (``_choices``), with the sentences that
     say them as spans."""
     if _other_scope(whole_a, whole_b):
         return []
     found = []
-    for choice in _choices(whole_a, whole_b, whole=True):
+    for choice in _choices(whole_a, whole_b, whole=True, names_only=names_only):
         if "left" in choice and not swapped:
             continue
         found.append(

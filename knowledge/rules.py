@@ -222,7 +222,7 @@ def absent(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | None:
     return None
 
 
-_SETTING = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*[A-Za-z_0-9])\s*=\s*[\"']?([\w.-]+)")
+_SETTING = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*[A-Za-z_0-9])\s*=\s*[\"']?([\w-]+(?:\.[\w-]+)*)")
 _BOOLEAN = {"true", "false", "on", "off", "yes", "no", "enabled", "disabled"}
 
 
@@ -295,13 +295,10 @@ def exclusivity(
     if len(context) < 2:
         return None
     others = [
-        t for t in b.tokens
-        if (t.text[:1].isupper() or any(ch in t.text for ch in "._/")) and stem(t.word) not in words_a
-        and t.word not in STOPWORDS and t is not b.tokens[0]
+        t for t in b.tokens[1:]
+        if _name_like(t.text) and stem(t.word) not in words_a and t.word not in STOPWORDS
     ]  # fmt: skip
-    if only in words_b and _MORE.search(b.text) and others:
-        other = others[0]
-    elif only not in words_b and others:
+    if (only in words_b and _MORE.search(b.text) and others) or (only not in words_b and others):
         other = others[0]
     else:
         return None
@@ -375,12 +372,13 @@ def _content(text: str) -> set[str]:
     }
 
 
-def measured(a: Sentence, b: Sentence, aligned: bool) -> list[Finding]:
-    """Versions of the same product (in two sentences about the same thing: ``aligned``),
+def measured(a: Sentence, b: Sentence, aligned: bool, close: bool = False) -> list[Finding]:
+    """Versions of the same product (in two sentences about the same thing, ``aligned``, or
+    two memories about it, ``close``),
     and quantities and schedules of the same thing, that disagree."""
     found: list[Finding] = []
     versions_a, versions_b = claims.versions(a), claims.versions(b)
-    for left in versions_a if aligned else ():
+    for left in versions_a if aligned or close else ():
         for right in versions_b:
             if claims.versions_disagree(left, right):
                 found.append(Finding(VERSION, left.product, left.span, right.span))

@@ -36,7 +36,8 @@ class ConflictOut(serializers.Serializer):
     )
     similarity = serializers.FloatField()
     evidence = serializers.DictField(
-        help_text="Why: `similarity`, `signals` (number, negation, opposite, change, name),"
+        help_text="Why: `similarity`, `class` (quantity, version, schedule, polarity,"
+        " exclusivity, naming, choice; reworded or paraphrase for a repeat),"
         " `differs` (what differs), the words only one side has; `supersede` for an agent's"
         " supersede waiting for a reviewer."
     )

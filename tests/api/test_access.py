@@ -61,10 +61,14 @@ def test_the_table_covers_every_project_route():
     assert routes == table
 
 
+# Two memories that repeat each other (an open pair): words enough to say so.
+SECRET = "B's secret vault token lives in the ops vault file"
+
+
 @pytest.fixture
 def project_b(other_project, make_memory, make_run):
-    memory = make_memory(project=other_project, content="B's secret")
-    other = make_memory(project=other_project, content="B's other secret")
+    memory = make_memory(project=other_project, content=SECRET)
+    other = make_memory(project=other_project, content=f"{SECRET}, again")
     run = make_run(project=other_project)
     services.run_give_memories(run=run, ranked=[(memory.pk, 0.0)])
     # Found as they were written: they say the same.
@@ -92,7 +96,7 @@ def test_a_key_of_project_a_gets_404_on_every_url_of_project_b(
     assert response.json()["error"]["code"] == "not_found"
     assert "B's secret" not in response.content.decode()
     stored = Memory.objects.get(pk=memory.pk)
-    assert (stored.content, stored.confidence, stored.active) == ("B's secret", 0.5, True)
+    assert (stored.content, stored.confidence, stored.active) == (SECRET, 0.5, True)
     assert MemoryPair.objects.get(pk=pair.pk).status == "open"
 
 

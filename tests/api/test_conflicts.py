@@ -29,7 +29,7 @@ def test_a_write_names_the_conflicts_it_found(agent, project):
     assert conflict["kind"] == "conflict"
     assert conflict["memoryIds"] == [first["id"], body["id"]]
     assert conflict["status"] == "open"
-    assert conflict["evidence"]["differs"][0]["signal"] == "number"
+    assert conflict["evidence"]["differs"][0]["class"] == "quantity"
     assert body["superseded"] == {"done": [], "waiting": []}
 
 

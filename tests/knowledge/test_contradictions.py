@@ -9,6 +9,7 @@ from knowledge import embeddings
 from knowledge.contradictions import CONFLICT, REPEAT, Verdict
 from knowledge.contradictions import compare as compare_words
 from knowledge.reading import read
+from knowledge.rules import CLASSES
 
 
 def compare(a: str, b: str) -> Verdict:
@@ -70,7 +71,7 @@ NEITHER = [
 def test_a_different_claim_about_the_same_thing_is_a_possible_conflict(a, b):
     verdict = compare(a, b)
     assert verdict.kind == CONFLICT, verdict.evidence
-    assert verdict.evidence["signals"]
+    assert verdict.evidence["class"] in CLASSES
     assert verdict.evidence["differs"]
     # It is the same verdict whichever side comes first.
     assert compare(b, a).kind == CONFLICT
@@ -91,7 +92,11 @@ def test_compatible_and_unrelated_memories_are_neither(a, b):
 def test_the_evidence_names_what_differs():
     verdict = compare("Requests time out after 10 seconds.", "Requests time out after 30 seconds.")
     number = verdict.evidence["differs"][0]
-    assert (number["signal"], number["first"], number["second"]) == ("number", "10 s", "30 s")
+    assert (number["class"], number["first"], number["second"]) == (
+        "quantity",
+        "10 seconds",
+        "30 seconds",
+    )
     assert verdict.evidence["similarity"] >= 0.6
 
 
@@ -113,3 +118,66 @@ def test_a_negative_word_denies_like_not():
     assert "icloud" in read("The cache is excluded from iCloud backup.").negated
     assert "pytest" in read("pytest is not a dependency.").negated
     assert "pytest" in read("Run tests with pytest.").asserted
+
+
+# Each class by what it reads, the two spans that disagree named (the issue's own kinds).
+BY_CLASS = [
+    ("quantity", "Retry three times before giving up on the payment provider.",
+     "Payment provider retries stop after five attempts.", "three", "five"),
+    ("quantity", "The upload proxy times out after 30 s.",
+     "The upload proxy times out after two minutes.", "30 s", "two minutes"),
+    ("version", "The app supports PostgreSQL 12 and newer.",
+     "The app requires PostgreSQL 15.", "PostgreSQL 12", "PostgreSQL 15"),
+    ("schedule", "Database backups run nightly at 02:00.",
+     "Database backups run every six hours.", "nightly at 02:00", "every six hours"),
+    ("polarity", "Never write to the cache from request handlers.",
+     "Request handlers write the cache on a miss.", "Never write to the cache",
+     "Request handlers write the cache on a miss"),
+    ("naming", "Branch names start with the ticket number.",
+     "Branch names start with the author's initials.", "start with the ticket number",
+     "start with the author's initials"),
+    ("polarity", "Set catchup=False on every DAG.", "All DAGs must set catchup=True.",
+     "catchup=False", "catchup=True"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("klass", "a", "b", "first", "second"), BY_CLASS)
+def test_each_class_names_its_spans(klass, a, b, first, second):
+    verdict = compare(a, b)
+    assert verdict.kind == CONFLICT, verdict.evidence
+    assert verdict.evidence["class"] == klass
+    differs = next(d for d in verdict.evidence["differs"] if d["class"] == klass)
+    assert (differs["first"], differs["second"]) == (first, second)
+    assert a[slice(*differs["firstSpan"])] == first
+    assert b[slice(*differs["secondSpan"])] == second
+
+
+COMPATIBLE_BY_CLASS = [
+    # the same measure in other units
+    ("The upload proxy times out after 90 seconds.",
+     "The upload proxy times out after 1.5 minutes."),
+    # a pin inside the other's range
+    ("The app supports PostgreSQL 12 and newer.", "CI runs the app on PostgreSQL 15."),
+    # the same schedule written as a cron line
+    ("The ingest job runs daily at 02:00.", "The ingest job is scheduled with cron 0 2 * * *."),
+    # a number that is an issue, not a version
+    ("Fixed a bug on Windows regarding serving. Fixes #442",
+     "Replace os.path with posixpath; fixes test on Windows (#1154)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("a", "b"), COMPATIBLE_BY_CLASS)
+def test_agreeing_claims_of_a_class_are_no_conflict(a, b):
+    assert compare(a, b).kind != CONFLICT
+    assert compare(b, a).kind != CONFLICT
+
+
+def test_a_neighbourhoods_boilerplate_makes_no_repeat():
+    a = "[svn] fixed trailing slash issue. --HG-- branch : trunk"
+    b = "[svn] fixed an example. --HG-- branch : trunk"
+    common = read(a).content & read(b).content
+    assert compare_words(a, b, cosine=0.9, common=common).kind is None
+    # The same two words word for word are still a repeat.
+    assert (
+        compare_words("Added changelog entry", "Added changelog entry", cosine=1.0).kind == REPEAT
+    )

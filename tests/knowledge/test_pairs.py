@@ -40,9 +40,12 @@ def test_a_conflict_is_found_when_the_second_memory_is_written(project, make_mem
     new = make_memory(project=project, content=THIRTY, tags=["src/billing/**"])
     pair = open_pair(old, new)
     assert (pair.kind, pair.status, pair.project_id) == ("conflict", "open", project.pk)
-    assert pair.evidence["signals"] == ["number"]
-    assert pair.evidence["differs"][0]["first"] == "10 s"
-    assert pair.evidence["differs"][0]["second"] == "30 s"
+    assert pair.evidence["class"] == "quantity"
+    differs = pair.evidence["differs"][0]
+    assert (differs["first"], differs["second"]) == ("10 seconds", "30 seconds")
+    # The spans point into each memory's own words.
+    assert TEN[slice(*differs["firstSpan"])] == "10 seconds"
+    assert THIRTY[slice(*differs["secondSpan"])] == "30 seconds"
     assert pair.found_by == "system:tests"
     assert (pair.first_hash, pair.second_hash) == (old.content_hash, new.content_hash)
 
@@ -94,7 +97,7 @@ def test_a_dismissed_pair_stays_dismissed_until_the_words_change(
     services.memory_update(memory=new, actor=reviewer_actor, content=THIRTY.replace("30", "45"))
     pair = open_pair(old, new)
     assert (pair.status, pair.resolution) == ("open", "")
-    assert pair.evidence["differs"][0]["second"] == "45 s"
+    assert pair.evidence["differs"][0]["second"] == "45 seconds"
 
 
 def test_an_open_pair_closes_when_new_words_settle_it(project, make_memory, reviewer_actor):

@@ -33,7 +33,8 @@ def test_the_list_shows_both_sides_and_why(reviewer_client, project, pair):
     page = reviewer_client.get(reverse("review:project-conflicts", args=[project.slug])).text
     assert TEN in page
     assert THIRTY in page
-    assert "<q>10 s</q> ↔ <q>30 s</q>" in page
+    assert "<strong>quantity</strong>" in page
+    assert "<q>10 seconds</q> ↔ <q>30 seconds</q>" in page
     assert 'data-key="1"' in page
     assert "Keep both" in page
 
