@@ -129,6 +129,9 @@ class Quantity:
     value: float
     subject: frozenset[str]  # the stems of the words around it
     span: tuple[int, int]
+    # The nearest words that carry meaning before it (two) and after it (one): what it
+    # measures ("time out after 10 s", "keys rotate every 90 days").
+    anchor: frozenset[str] = frozenset()
 
 
 def _meaningful(word: str) -> bool:
@@ -141,14 +144,28 @@ def _meaningful(word: str) -> bool:
     )
 
 
-def _around(sentence: Sentence, first: int, last: int, before: int = 5, after: int = 3) -> set[str]:
+def _around(
+    sentence: Sentence,
+    first: int,
+    last: int,
+    before: int = 5,
+    after: int = 3,
+    most: tuple[int, int] | None = None,
+) -> set[str]:
+    """The stems of the words that carry meaning within ``before`` tokens before and
+    ``after`` after tokens ``first``..``last`` (at ``most`` so many on each side)."""
     tokens = sentence.tokens
-    found = set()
-    for index in range(max(0, first - before), min(len(tokens), last + 1 + after)):
-        if first <= index <= last:
-            continue
-        if _meaningful(tokens[index].word):
-            found.add(stem(tokens[index].word))
+    found: set[str] = set()
+    for side, indexes in enumerate(
+        (range(first - 1, max(-1, first - before - 1), -1), range(last + 1, last + 1 + after))
+    ):
+        taken = 0
+        for index in indexes:
+            if index >= len(tokens) or (most is not None and taken >= most[side]):
+                break
+            if _meaningful(tokens[index].word):
+                found.add(stem(tokens[index].word))
+                taken += 1
     return found
 
 
@@ -203,8 +220,15 @@ def quantities(sentence: Sentence) -> list[Quantity]:
                     per = UNITS[rest[per_at + 1]]
                     dimension, factor = f"{dimension}/{per[0]}", 1 / per[1]
         subject = _around(sentence, index, last)
+        anchor = _around(sentence, index, last, before=3, after=1, most=(2, 1))
         found.append(
-            Quantity(dimension, value * factor, frozenset(subject), sentence.span(index, last))
+            Quantity(
+                dimension,
+                value * factor,
+                frozenset(subject),
+                sentence.span(index, last),
+                frozenset(anchor),
+            )
         )
         index = last + 1
     return found
@@ -250,14 +274,17 @@ def _as(quantity: Quantity, other: Quantity) -> tuple[str, float]:
 
 
 def same_quantity(a: Quantity, b: Quantity, *, aligned: bool = False) -> bool:
-    """The same measure of the same thing (words around the numbers in common, or two
-    sentences about the same thing: ``aligned``), with values that differ."""
+    """The same measure of the same thing, with values that differ: a count of the same
+    thing, or a measure whose nearest words (what it measures) one side shares with the
+    other's; ``aligned``, two sentences with much in common, says so too."""
     (dimension_a, value_a), (dimension_b, value_b) = _as(a, b), _as(b, a)
     if dimension_a != dimension_b:
         return False
     if abs(value_a - value_b) <= 0.01 * max(abs(value_a), abs(value_b)):
         return False
-    return aligned or bool(a.subject & b.subject)
+    if dimension_a.startswith("count:"):
+        return aligned or bool(a.subject & b.subject)
+    return aligned or bool(a.anchor & b.subject) or bool(b.anchor & a.subject)
 
 
 def same_value(a: Quantity, b: Quantity) -> bool:

@@ -187,7 +187,9 @@ def _choices(a: Words, b: Words, *, whole: bool, names_only: bool = False) -> li
     names = (a.specific | b.specific) if names_only else (a.content | b.content)
     for changed, other in ((a, b), (b, a)):
         still = {
-            word for word in changed.old & names if word in other.content and word not in other.old
+            word
+            for word in changed.old & names
+            if word in other.content and word not in other.old and word not in other.negated
         }
         brought = {word for word in changed.new & names if word not in other.content}
         if still or (whole and brought and not changed.old and other.content & changed.content):
@@ -236,6 +238,8 @@ def _prescribed(words: Words) -> dict[str, str]:
 
 # Two sentences are read side by side when they share this many words that carry meaning.
 ALIGNED_WORDS = 2
+# Two sentences that share this many are about the same thing whatever their numbers measure.
+STRONGLY_ALIGNED = 3
 # How many words that carry meaning a memory needs to repeat another with other words.
 SUBSTANCE = 3
 # Two memories that share a name or identifier are about the same thing at a lower
@@ -283,8 +287,12 @@ def compare(
     close = score >= similarity or named
     # Below ``similarity``, without a name in common, only what names its own subject
     # counts: a version of one product, a quantity or a schedule of the same words.
-    findings = _findings(a, b, common, measured_only=not close, close=score >= similarity)
-    if close:
+    findings = (
+        []
+        if _reports(a) and _reports(b)
+        else _findings(a, b, common, measured_only=not close, close=score >= similarity)
+    )
+    if close and not (_reports(a) and _reports(b)):
         findings += _choice_findings(
             a, b, whole_a, whole_b, swapped=score >= similarity, names_only=score < similarity
         )
@@ -299,10 +307,37 @@ def compare(
         evidence["strength"] = STRENGTH[findings[0].kind]
         evidence["differs"] = [f.evidence(a, b) for f in findings[:6]]
         return Verdict(CONFLICT, score, evidence)
+    if _reports(a) and _reports(b):
+        # Two entries of a change log repeat each other only word for word: "finished url
+        # generation" and "improved url generation" are two events.
+        if score >= similarity and content_a == content_b and content_a:
+            evidence["class"] = "reworded"
+            return Verdict(REPEAT, score, evidence)
+        return Verdict(None, score, evidence)
     if score >= similarity and _repeats(whole_a, whole_b, repeat_overlap, cosine, common):
         evidence["class"] = "paraphrase" if shared < repeat_overlap else "reworded"
         return Verdict(REPEAT, score, evidence)
     return Verdict(None, score, evidence)
+
+
+# The verbs a change log entry starts with ("Added ...", "fix ...", "[svn] removed ...").
+EVENTS = word_set(
+    "add added adds adding remove removed removes fix fixed fixes move moved moves update "
+    "updated updates change changed changes drop dropped drops bump bumped bumps merge merged "
+    "rename renamed replace replaced refactor refactored port ported improve improved clean "
+    "cleaned delete deleted implement implemented document documented revert reverted "
+    "upgrade upgraded downgrade downgraded introduce introduced deprecate deprecated "
+    "release released prepare preparing finish finished make made rework reworked split "
+    "simplify simplified tweak tweaked ready bumping"
+)
+_EVENT = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*(?:[a-z]+:\s*)?[^\w\[]*([A-Za-z]+)")
+
+
+def _reports(text: str) -> bool:
+    """A change log entry: it says what was done, not how things are. Two of them are
+    history, not claims that can contradict each other."""
+    match = _EVENT.match(text)
+    return bool(match) and match.group(1).lower() in EVENTS
 
 
 def _findings(
@@ -319,7 +354,8 @@ def _findings(
             aligned = len(shared) >= ALIGNED_WORDS
             # Versions of one product, quantities and schedules of one thing: their own
             # reading says what they are about.
-            found += rules.measured(one, other, aligned, close)
+            strong = len(shared) >= STRONGLY_ALIGNED
+            found += rules.measured(one, other, aligned, close, strong)
             if not aligned or measured_only:
                 continue
             for finding in (

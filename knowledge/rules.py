@@ -372,9 +372,12 @@ def _content(text: str) -> set[str]:
     }
 
 
-def measured(a: Sentence, b: Sentence, aligned: bool, close: bool = False) -> list[Finding]:
+def measured(
+    a: Sentence, b: Sentence, aligned: bool, close: bool = False, strong: bool = False
+) -> list[Finding]:
     """Versions of the same product (in two sentences about the same thing, ``aligned``, or
-    two memories about it, ``close``),
+    two memories about it, ``close``), quantities of the same measure (``strong``: two
+    sentences with much in common say so too),
     and quantities and schedules of the same thing, that disagree."""
     found: list[Finding] = []
     versions_a, versions_b = claims.versions(a), claims.versions(b)
@@ -399,7 +402,7 @@ def measured(a: Sentence, b: Sentence, aligned: bool, close: bool = False) -> li
         for right_q in right_all:
             if any(claims.same_value(right_q, q) for q in left_all):
                 continue
-            if claims.same_quantity(left_q, right_q, aligned=aligned):
+            if claims.same_quantity(left_q, right_q, aligned=strong):
                 about = " ".join(sorted(left_q.subject & right_q.subject))[:80]
                 found.append(Finding(QUANTITY, about, left_q.span, right_q.span))
                 break
