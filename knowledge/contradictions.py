@@ -337,7 +337,7 @@ def _reports(text: str) -> bool:
     """A change log entry: it says what was done, not how things are. Two of them are
     history, not claims that can contradict each other."""
     match = _EVENT.match(text)
-    return bool(match) and match.group(1).lower() in EVENTS
+    return match is not None and match.group(1).lower() in EVENTS
 
 
 def _findings(
