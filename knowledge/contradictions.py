@@ -317,6 +317,9 @@ def compare(
     if score >= similarity and _repeats(whole_a, whole_b, repeat_overlap, cosine, common):
         evidence["class"] = "paraphrase" if shared < repeat_overlap else "reworded"
         return Verdict(REPEAT, score, evidence)
+    if score >= similarity:
+        # About the same thing, and no rule can tell how they relate: a judge may.
+        evidence["undecided"] = True
     return Verdict(None, score, evidence)
 
 

@@ -96,6 +96,8 @@ class MemoryPair(models.Model):
     kind = models.CharField(max_length=16, choices=PairKind)
     status = models.CharField(max_length=16, choices=PairStatus, default=PairStatus.OPEN)
     similarity = models.FloatField(default=0.0)
+    # How likely times how consequential (knowledge.keep.priority): the queue's order.
+    priority = models.FloatField(default=0.0)
     evidence = models.JSONField(default=dict, blank=True)
     # The words judged: the memories' content hashes when the pair was found or decided.
     first_hash = models.CharField(max_length=64)
@@ -146,6 +148,8 @@ class MemoryPair(models.Model):
             models.Index(
                 fields=["project", "status", "-created_at", "-id"], name="pair_project_idx"
             ),
+            # A project's queue, the likeliest and weightiest first.
+            models.Index(fields=["project", "status", "-priority", "-id"], name="pair_queue_idx"),
             # The open pairs of given memories (assembly, the queue's marks), from either side.
             models.Index(
                 fields=["first"], condition=Q(status=PairStatus.OPEN), name="pair_open_first_idx"

@@ -26,16 +26,15 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from django.db import connection, transaction
 from django.db.models import Q
-from django.utils import timezone
 
 from knowledge import contradictions, embeddings, reading
-from knowledge.models import MemoryEmbedding, MemoryPair, PairStatus, Resolution
-from memories.metrics import PAIRS as PAIRS_SEEN
+from knowledge.judged import Undecided, outcome
+from knowledge.keep import WEIGHT_SQL, Row, as_found, keep
+from knowledge.models import MemoryEmbedding, MemoryPair, PairStatus
 from memories.models import Memory, MemoryPolicy
 from memories.models.choices import sql_literal
 from memories.statements import server_cursor
@@ -60,16 +59,6 @@ _DEFAULTS = {
     "pair_similarity": MemoryPolicy._meta.get_field("pair_similarity").default,
     "repeat_overlap": MemoryPolicy._meta.get_field("repeat_overlap").default,
 }
-
-
-@dataclass
-class Row:
-    id: int
-    project_id: int | None
-    content: str
-    content_hash: str
-    tags: list[str]
-    vector: np.ndarray | None
 
 
 _OPEN = sql_literal(PairStatus.OPEN)
@@ -118,7 +107,7 @@ WITH me AS (
     SELECT me.id, me.id FROM me
 )
 SELECT f.anchor, m.id, m.project_id, m.content, m.content_hash, m.tags,
-    array_send(e.vector), pol.pair_similarity, pol.repeat_overlap
+    array_send(e.vector), pol.pair_similarity, pol.repeat_overlap, {WEIGHT_SQL}
 FROM found f JOIN {MEMORIES} m ON m.id = f.id AND m.active
 LEFT JOIN {EMBEDDINGS} e ON e.memory_id = m.id AND e.model = %(model)s
     AND e.content_hash = m.content_hash
@@ -204,10 +193,13 @@ def _found(ids: Sequence[int], model: str, recheck: bool = False) -> Found:
         raw,
         similarity,
         overlap,
+        weight,
     ) in rows:
         if memory_id not in found.read:
             vector = embeddings.from_array_send(raw) if raw is not None else None
-            found.read[memory_id] = Row(memory_id, project_id, content, content_hash, tags, vector)
+            found.read[memory_id] = Row(
+                memory_id, project_id, content, content_hash, tags, vector, weight
+            )
         if anchor == memory_id:
             found.rows.append(found.read[memory_id])
             found.limits[memory_id] = {
@@ -234,15 +226,15 @@ def _rows(ids: Sequence[int], model: str) -> list[Row]:
         return []
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT m.id, m.project_id, m.content, m.content_hash, m.tags, array_send(e.vector)"
-            f" FROM {MEMORIES} m LEFT JOIN {EMBEDDINGS} e ON e.memory_id = m.id"
+            f"SELECT m.id, m.project_id, m.content, m.content_hash, m.tags, array_send(e.vector),"
+            f" {WEIGHT_SQL} FROM {MEMORIES} m LEFT JOIN {EMBEDDINGS} e ON e.memory_id = m.id"
             " AND e.model = %(model)s AND e.content_hash = m.content_hash"
             " WHERE m.id = ANY(%(ids)s::bigint[]) AND m.active",
             {"ids": list(ids), "model": model},
         )
         return [
-            Row(i, p, c, h, t, embeddings.from_array_send(raw) if raw is not None else None)
-            for i, p, c, h, t, raw in cursor.fetchall()
+            Row(i, p, c, h, t, embeddings.from_array_send(raw) if raw is not None else None, w)
+            for i, p, c, h, t, raw, w in cursor.fetchall()
         ]
 
 
@@ -278,7 +270,12 @@ def _closest(
 
 
 def find(
-    memory_ids: Sequence[int], *, found_by: str, recheck: bool = False
+    memory_ids: Sequence[int],
+    *,
+    found_by: str,
+    recheck: bool = False,
+    tally: Counter[str] | None = None,
+    undecided: list[Undecided] | None = None,
 ) -> dict[int | None, int]:
     """Compare each of ``memory_ids`` (active ones) with its candidates and keep the pairs
     found (see the module); how many pairs were opened or closed, per project.
@@ -300,7 +297,7 @@ def find(
     )
     partners: dict[int, set[int]] = {}
     for pair in known:
-        if pair.status == PairStatus.OPEN and (recheck or not _as_found(pair, found.read)):
+        if pair.status == PairStatus.OPEN and (recheck or not as_found(pair, found.read)):
             for side in pair.memory_ids:
                 partners.setdefault(side, set()).add(pair.other(side))
     verdicts: dict[tuple[int, int], tuple[Row, Row, contradictions.Verdict]] = {}
@@ -325,11 +322,18 @@ def find(
                 continue
             if verdict.kind is not None:
                 flagged.append((verdict.similarity, other, verdict))
+            elif verdict.evidence.get("undecided") and undecided is not None:
+                undecided.append(Undecided(first, second, verdict))
+            if tally is not None:
+                tally["compared"] += 1
+                tally[outcome(verdict)] += 1
         flagged.sort(key=lambda item: (-item[0], item[1].id))
         for _, other, verdict in flagged[:MAX_PAIRS]:
             first, second = (row, other) if row.id < other.id else (other, row)
             verdicts[(first.id, second.id)] = (first, second, verdict)
-    return _keep(verdicts, known, found.read, found_by, recheck)
+        if tally is not None and len(flagged) > MAX_PAIRS:
+            tally["beyond the limit"] += len(flagged) - MAX_PAIRS
+    return keep(verdicts, known, found.read, found_by, recheck)
 
 
 # A word in this share of a memory's neighbourhood (itself and its candidates, when there
@@ -359,135 +363,3 @@ def _common(row: Row, candidates: Sequence[Row]) -> frozenset[str]:
             counts.update(reading.read(text.content).content)
         found |= {word for word, n in counts.items() if n >= COMMON_SHARE * len(texts)}
     return frozenset(found)
-
-
-def _as_found(pair: MemoryPair, read: dict[int, Row]) -> bool:
-    """Whether both memories of ``pair`` say what they said when it was found or decided."""
-    left, right = read.get(pair.first_id), read.get(pair.second_id)
-    return (
-        left is not None
-        and right is not None
-        and (pair.first_hash, pair.second_hash) == (left.content_hash, right.content_hash)
-    )
-
-
-def _keep(
-    verdicts: dict[tuple[int, int], tuple[Row, Row, contradictions.Verdict]],
-    known: Sequence[MemoryPair],
-    read: dict[int, Row],
-    found_by: str,
-    recheck: bool = False,
-) -> dict[int | None, int]:
-    """Write the pairs found: new ones, reopened ones (their words changed since a
-    decision), updated open ones; and close the open ``known`` pairs that are no longer
-    flagged because their words changed (an agent's proposal waits for a reviewer)."""
-    now = timezone.now()
-    existing = {(pair.first_id, pair.second_id): pair for pair in known}
-    new: list[MemoryPair] = []
-    changed: list[MemoryPair] = []
-    counts: dict[int | None, int] = {}
-
-    def count(pair: MemoryPair) -> None:
-        counts[pair.project_id] = counts.get(pair.project_id, 0) + 1
-
-    for key, (first, second, verdict) in sorted(verdicts.items()):
-        values: dict[str, Any] = {
-            "kind": verdict.kind,
-            "similarity": round(verdict.similarity, 4),
-            "evidence": verdict.evidence,
-            "first_hash": first.content_hash,
-            "second_hash": second.content_hash,
-        }
-        pair = existing.get(key)
-        if pair is None:
-            project_id = first.project_id if first.project_id is not None else second.project_id
-            new.append(
-                MemoryPair(
-                    first_id=first.id,
-                    second_id=second.id,
-                    project_id=project_id,
-                    found_by=found_by,
-                    **values,
-                )
-            )
-            continue
-        if _as_found(pair, read) and not (recheck and pair.status == PairStatus.OPEN):
-            continue  # a decision holds while the words do, and an open pair is as found
-        if pair.status != PairStatus.OPEN:
-            values |= {
-                "status": PairStatus.OPEN,
-                "resolution": "",
-                "outcome_memory": None,
-                "resolved_by": None,
-                "resolved_actor": "",
-                "resolved_at": None,
-                "reason": "",
-                "found_by": found_by,
-            }
-            count(pair)
-            PAIRS_SEEN.labels(verdict.kind, "found").inc()
-        if pair.status == PairStatus.OPEN and "supersede" in pair.evidence:
-            # An agent's proposal waiting for a reviewer stays on the pair.
-            values["kind"] = pair.kind
-            values["evidence"] = {**verdict.evidence, "supersede": pair.evidence["supersede"]}
-        for name, value in values.items():
-            setattr(pair, name, value)
-        pair.updated_at = now
-        changed.append(pair)
-    for pair in known:
-        key = (pair.first_id, pair.second_id)
-        if pair.status != PairStatus.OPEN or key in verdicts or "supersede" in pair.evidence:
-            continue
-        if pair.first_id not in read or pair.second_id not in read:
-            continue  # one has left (archived): nothing to judge
-        same_words = _as_found(pair, read)
-        if same_words and not recheck:
-            continue  # the same words: still as found
-        pair.status = PairStatus.RESOLVED
-        pair.resolution = Resolution.CHANGED
-        pair.resolved_actor = found_by
-        pair.resolved_at = now
-        pair.reason = (
-            "Read again: no longer flagged."
-            if same_words
-            else "The words changed: no longer alike."
-        )
-        pair.updated_at = now
-        changed.append(pair)
-        count(pair)
-        PAIRS_SEEN.labels(pair.kind, "resolved").inc()
-    if new:
-        # In key order (as verdicts are sorted): a twin insert waits on the first one's.
-        for pair in MemoryPair.objects.bulk_create(new, ignore_conflicts=True):
-            count(pair)
-            PAIRS_SEEN.labels(pair.kind, "found").inc()
-    if changed:
-        # Locked in id order first (the UPDATE alone would lock them in its plan's order): two
-        # finds that change the same pairs then wait for each other instead of deadlocking.
-        changed.sort(key=lambda pair: pair.pk)
-        list(
-            MemoryPair.objects.select_for_update(no_key=True)
-            .filter(pk__in=[pair.pk for pair in changed])
-            .order_by("pk")
-            .values_list("pk")
-        )
-        MemoryPair.objects.bulk_update(
-            changed,
-            [
-                "kind",
-                "similarity",
-                "evidence",
-                "first_hash",
-                "second_hash",
-                "status",
-                "resolution",
-                "outcome_memory",
-                "resolved_by",
-                "resolved_actor",
-                "resolved_at",
-                "reason",
-                "found_by",
-                "updated_at",
-            ],
-        )
-    return counts

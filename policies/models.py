@@ -17,6 +17,9 @@ class JobState(models.Model):
     last_batches = models.PositiveIntegerField(default=0)
     # False when the last run stopped at its time budget with work left.
     last_complete = models.BooleanField(default=True)
+    # What the last run looked at and why it changed what it did (the walk for conflicts:
+    # pairs compared, and why each was or was not opened), for the review pages.
+    last_report = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["name"]

@@ -79,6 +79,8 @@ class JobResult:
     # False when the job stopped at its time budget with work left (the next run goes on).
     finished: bool = True
     deadline: float | None = None
+    # What a job looked at and why (JobState.last_report).
+    report: dict[str, int] = field(default_factory=dict)
 
     def out_of_time(self) -> bool:
         if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -127,6 +129,7 @@ def record_run(
         last_changed=result.total,
         last_batches=result.batches,
         last_complete=result.finished,
+        last_report=result.report,
     )
     return result
 

@@ -18,6 +18,7 @@ from knowledge.models import MemoryPair
 from memories import roles, services
 from memories.actors import Actor
 from memories.text import is_whole_number
+from policies.models import JobState
 from review.views.access import (
     is_reviewer,
     may_see,
@@ -46,9 +47,13 @@ def conflicts(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse
         if roles.role_in(request.user, None) is not None:
             seen |= Q(project__isnull=True)
         pairs = MemoryPair.objects.filter(seen)
+    # The open queue by how likely and how consequential a pair is (knowledge.keep); the
+    # decided ones newest first.
     pairs = (
-        queries.open_pairs(pairs) if wanted == "open" else pairs.filter(status=wanted)
-    ).order_by("-created_at", "-id")
+        queries.open_pairs(pairs).order_by("-priority", "-id")
+        if wanted == "open"
+        else pairs.filter(status=wanted).order_by("-created_at", "-id")
+    )
     page = paginate(request, pairs)
     memories = decisions.pair_memories(list(page.object_list))
     return render(
@@ -67,6 +72,8 @@ def conflicts(request: HtmxHttpRequest, slug: str | None = None) -> HttpResponse
             ],
             "status": wanted,
             "statuses": PAIR_STATUSES,
+            # What the last walk compared, and why it opened what it did (and not the rest).
+            "walk": JobState.objects.filter(name="find_conflicts").first(),
             "query": f"status={wanted}",
             "is_reviewer": is_reviewer(request, project.pk)
             if project

@@ -350,3 +350,26 @@ def test_merging_two_global_memories_makes_an_approved_global_one(
     )
     merged = Memory.objects.get(pk=pair.outcome_memory_id)
     assert (merged.project_id, merged.active, merged.review_status) == (None, True, "approved")
+
+
+def test_the_queue_ranks_the_likeliest_and_weightiest_first(project, make_memory):
+    # A conflict between warnings, a repeat between learnings.
+    warned = [
+        make_memory(project=project, type="warning", content=TEN),
+        make_memory(project=project, type="warning", content=THIRTY),
+    ]
+    said = "Refunds over 500 EUR need a second approver in the admin panel."
+    learned = [
+        make_memory(project=project, type="learning", content=said),
+        make_memory(project=project, type="learning", content=f"{said} Again."),
+    ]
+    conflict, repeat = open_pair(*warned), open_pair(*learned)
+    assert (conflict.kind, repeat.kind) == ("conflict", "repeat")
+    assert conflict.priority > repeat.priority > 0
+    # The strength of the finding (a quantity 0.8, a repeat 0.5) times the weightier
+    # memory's worth (its confidence, a warning 1.0 and a learning 0.7, hot, never given).
+    confidence = warned[0].confidence
+    assert conflict.priority == round(0.8 * confidence, 4)
+    assert repeat.priority == round(0.5 * learned[0].confidence * 0.7, 4)
+    ordered = MemoryPair.objects.filter(project=project, status="open").order_by("-priority")
+    assert list(ordered) == [conflict, repeat]

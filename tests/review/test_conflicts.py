@@ -8,6 +8,8 @@ from django.urls import reverse
 from knowledge.models import MemoryPair
 from memories import services
 from memories.models import Memory
+from policies.conflicts import find_conflicts
+from policies.runner import record_run
 
 pytestmark = pytest.mark.django_db
 
@@ -37,6 +39,15 @@ def test_the_list_shows_both_sides_and_why(reviewer_client, project, pair):
     assert "<q>10 seconds</q> ↔ <q>30 seconds</q>" in page
     assert 'data-key="1"' in page
     assert "Keep both" in page
+
+
+def test_the_list_says_what_the_last_walk_compared_and_why(reviewer_client, project, pair):
+    url = reverse("review:project-conflicts", args=[project.slug])
+    assert "The last walk" not in reviewer_client.get(url).text
+    record_run(find_conflicts)
+    page = reviewer_client.get(url).text
+    assert "The last walk" in page
+    assert "conflict: quantity" in page
 
 
 def test_the_pair_page_shows_each_side_with_what_weighs_it(
