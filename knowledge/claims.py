@@ -101,6 +101,8 @@ UNITS: dict[str, tuple[str, float]] = {
     **dict.fromkeys(["%", "percent", "pct"], ("percent", 1.0)),
 }
 _NUMBER = re.compile(r"^(\d{1,3}(?:,\d{3})+|\d+(?:[._]\d+)?)([a-z%]*)$")
+# "20 requests per second", "600 requests a minute", "each hour".
+_PER = frozenset(("per", "a", "an", "each", "every"))
 _RATE = {"rps": ("time", 1.0), "qps": ("time", 1.0), "rpm": ("time", 60.0)}
 # Words that make a count's number something else: an identifier, a position, a year.
 _NOT_COUNTS = word_set(
@@ -213,12 +215,13 @@ def quantities(sentence: Sentence) -> list[Quantity]:
                 index = last + 1
                 continue
             dimension, factor = f"count:{what}", 1.0
-            rest = [t.word for t in tokens[last + 1 : last + 4]]
-            if "per" in rest[:3]:
-                per_at = rest.index("per")
-                if per_at + 1 < len(rest) and rest[per_at + 1] in UNITS:
-                    per = UNITS[rest[per_at + 1]]
+            rest = [t.word for t in tokens[last + 1 : last + 5]]
+            for per_at, word in enumerate(rest[:-1]):
+                after = rest[per_at + 1]
+                if word in _PER and after in UNITS and UNITS[after][0] == "time":
+                    per = UNITS[after]
                     dimension, factor = f"{dimension}/{per[0]}", 1 / per[1]
+                    break
         subject = _around(sentence, index, last)
         anchor = _around(sentence, index, last, before=3, after=1, most=(2, 1))
         found.append(
@@ -306,9 +309,9 @@ _AT_LEAST = ("at least", "minimum", "min", "requires", "require", "required", "m
 _PRODUCT_SKIP = word_set(
     "to on at is was be version versions v from of the a an with in for runs run uses use "
     "using require requires required support supports pinned pin pins at least minimum min "
-    "newer"
+    "newer ready this that it"
 )
-_INNER = re.compile(r"^([a-z][a-z0-9_-]*?)(?:[:=@]|==|>=|~=|-)v?(\d+(?:\.\d+){1,3})")
+_INNER = re.compile(r"^(?:[\w.-]+/)*([a-z][a-z0-9_-]*?)(?:[:=@]|==|>=|~=|-)v?(\d+(?:\.\d+){1,3})")
 INFINITY = (10**9,)
 # Numbered references, not products: "RFC 2068", "section 4.4.1", "PEP 8".
 _REFERENCES = word_set(
@@ -403,7 +406,12 @@ def versions(sentence: Sentence) -> list[Version]:
 
 
 def _same_product(a: str, b: str) -> bool:
-    return a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
+    """One product by its names: "postgres" and "postgresql", "esp-idf" and "idf",
+    "minimum_chrome_version" and "chrome"."""
+    if a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a))):
+        return True
+    parts_a, parts_b = set(re.split(r"[-_.]", a)), set(re.split(r"[-_.]", b))
+    return (a in parts_b and len(a) >= 3) or (b in parts_a and len(b) >= 3)
 
 
 def _contains(outer: Version, inner: Version) -> bool:
@@ -457,6 +465,10 @@ def _cron_fields(fields: Sequence[str]) -> bool:
     return True
 
 
+# Words of a schedule that say nothing of what runs on it.
+_NOT_SUBJECTS = word_set("every am pm utc gmt cet cron reset resets run runs job jobs")
+
+
 @dataclass(frozen=True)
 class Schedule:
     period: float | None  # seconds between runs
@@ -491,6 +503,8 @@ def schedules(sentence: Sentence) -> list[Schedule]:
             for piece in weekday.split(","):
                 if piece.isdigit():
                     days.add((int(piece) - 1) % 7)
+                elif piece.lower()[:3] in _DAY:
+                    days.add(_DAY[piece.lower()[:3]])
         spans.append((sentence.start + match.start(), sentence.start + match.end()))
     for match in re.finditer(
         r"\bevery\s+(?:(\d+|[a-z]+)\s+)?(minutes?|hours?|days?|weeks?|months?|nights?|mornings?)\b",
@@ -561,7 +575,7 @@ def schedules(sentence: Sentence) -> list[Schedule]:
         if _meaningful(t.word)
         and t.word not in _PERIODS
         and t.word[:3] not in _DAY
-        and t.word not in ("every", "am", "pm", "utc", "cron")
+        and t.word not in _NOT_SUBJECTS
     )
     span = (min(s for s, _ in spans), max(e for _, e in spans))
     return [Schedule(period, frozenset(times), frozenset(days), subject, span)]

@@ -31,12 +31,14 @@ from dataclasses import dataclass, field
 from knowledge import rules
 from knowledge.claims import split
 from knowledge.reading import (
+    NEGATIVE_STEMS,
     NEGATORS,
     NUMBER,
     STOPWORDS,
     Words,
     overlap,
     read,
+    sentences,
     stem,
     word_set,
 )
@@ -149,18 +151,22 @@ def _scopes(words: Words) -> set[str]:
     return {_SAME_SCOPE.get(word, word) for word in words.content & SCOPE_STEMS}
 
 
-def _other_scope(a: Words, b: Words) -> bool:
+def _other_scope(a: Words, b: Words, *, times: bool = True) -> bool:
     """Whether the two speak of different scopes: another environment, platform or path, or
-    a default against a scope's own setting."""
+    a default against a scope's own setting. ``times``: days and times of day count as
+    scopes (not when schedules are what is compared)."""
     scopes_a, scopes_b = _scopes(a), _scopes(b)
+    if not times:
+        scopes_a, scopes_b = scopes_a - TIME_SCOPES, scopes_b - TIME_SCOPES
     if (scopes_a - scopes_b) and (scopes_b - scopes_a):
         return True
     if (scopes_a ^ scopes_b) and "default" in (a.content | b.content):
         return True
     only_a, only_b = a.content - b.content, b.content - a.content
-    paths_a = {t for t in only_a if "/" in t.strip("/")}
-    paths_b = {t for t in only_b if "/" in t.strip("/")}
-    if paths_a and paths_b:
+    # Other places of one tree (src/api/ and src/web/); "Party.join/2" is no place.
+    paths_a = {t.split("/")[0] for t in only_a if "/" in t.strip("/") and _place(t)}
+    paths_b = {t.split("/")[0] for t in only_b if "/" in t.strip("/") and _place(t)}
+    if paths_a & paths_b:
         return True
     # Another command or code named on each side (`tool deploy` / `tool rollback`).
     code_a, code_b = set(_CODE.findall(a.text)), set(_CODE.findall(b.text))
@@ -168,6 +174,19 @@ def _other_scope(a: Words, b: Words) -> bool:
 
 
 _CODE = re.compile(r"`([^`]+)`")
+TIME_SCOPES = frozenset(
+    stem(word)
+    for word in word_set(
+        "weekday weekend weekdays weekends night day monday tuesday wednesday thursday "
+        "friday saturday sunday"
+    )
+)
+
+
+def _place(token: str) -> bool:
+    """A path to a file or a folder, not a name with a slash (an arity, a fraction)."""
+    last = token.rstrip("/").rsplit("/", 1)[-1]
+    return bool(last) and not last.isdigit()
 
 
 def _commands(code_a: set[str], code_b: set[str]) -> bool:
@@ -292,6 +311,8 @@ def compare(
         if _reports(a) and _reports(b)
         else _findings(a, b, common, measured_only=not close, close=score >= similarity)
     )
+    if close and not (_reports(a) and _reports(b)) and not _other_scope(whole_a, whole_b):
+        findings += _denied_names(a, b, whole_a, whole_b, common)
     if close and not (_reports(a) and _reports(b)):
         findings += _choice_findings(
             a, b, whole_a, whole_b, swapped=score >= similarity, names_only=score < similarity
@@ -352,23 +373,25 @@ def _findings(
     for one, words_a in zip(left.sentences, left.words, strict=True):
         for other, words_b in zip(right.sentences, right.words, strict=True):
             shared = (words_a & words_b) - common
-            if _other_scope(read(one.text), read(other.text)):
+            if _other_scope(read(one.text), read(other.text), times=False):
                 continue
             aligned = len(shared) >= ALIGNED_WORDS
             # Versions of one product, quantities and schedules of one thing: their own
             # reading says what they are about.
             strong = len(shared) >= STRONGLY_ALIGNED
             found += rules.measured(one, other, aligned, close, strong)
-            if not aligned or measured_only:
+            if not aligned or measured_only or _other_scope(read(one.text), read(other.text)):
                 continue
             for finding in (
                 rules.polarity(one, other, words_b),
                 _flipped(rules.polarity(other, one, words_a)),
                 rules.absent(one, other, words_b),
                 _flipped(rules.absent(other, one, words_a)),
-                rules.settings(one, other),
+                rules.settings(one, other, a, b),
                 rules.opposites(one, other, words_a, words_b, common),
                 rules.exclusivity(one, other, words_a, words_b, common),
+                rules.inclusive(one, other, words_a, words_b, common),
+                _flipped(rules.inclusive(other, one, words_b, words_a, common)),
                 _flipped(rules.exclusivity(other, one, words_b, words_a, common)),
                 rules.naming(one, other, words_a, words_b, common),
             ):
@@ -378,6 +401,55 @@ def _findings(
     for finding in found:
         unique.setdefault((finding.kind, finding.first, finding.second), finding)
     return list(unique.values())
+
+
+def _denied_names(
+    a: str, b: str, whole_a: Words, whole_b: Words, common: frozenset[str]
+) -> list[rules.Finding]:
+    """A name one side denies ("we don't use Datasets", "Celery beat was removed", "not
+    cents") where the other, denying nothing of it, relies on it."""
+    found: list[rules.Finding] = []
+    names = (whole_a.specific | whole_b.specific) - common
+    # About the same thing beyond the name: two more words in common.
+    context = (whole_a.content & whole_b.content) - names - common
+    if len(context) < 2:
+        return found
+    for denier, other, flip in ((whole_a, whole_b, False), (whole_b, whole_a, True)):
+        denied = [
+            word
+            for word in sorted(rules.denied(denier.text) & other.asserted & names - other.negated)
+            if _relied_on(other.text, word)
+        ]
+        if denied:
+            word = denied[0]
+            left, right = _span_of(denier.text, word), _span_of(other.text, word)
+            found.append(
+                rules.Finding(rules.POLARITY, word, right, left)
+                if flip
+                else rules.Finding(rules.POLARITY, word, left, right)
+            )
+    return found
+
+
+# Words that say a thing does harm: a memory that says so of X agrees with one that says
+# "don't X", it does not rely on X.
+HARM = NEGATIVE_STEMS | frozenset(
+    stem(word)
+    for word in word_set(
+        "slow slows slowed revert reverted hang hangs break breaks leak error errors problem "
+        "issue bug wrong bad stale duplicate duplicates lose lost corrupt timeout warning risk "
+        "careful beware caution danger dangerous expensive costly deadlock race"
+    )
+)
+
+
+def _relied_on(text: str, word: str) -> bool:
+    """Whether a sentence of ``text`` says ``word`` with no harm and no denial beside it."""
+    for sentence in sentences(text):
+        said = read(sentence)
+        if word in said.content and not said.denies and not (said.content & HARM):
+            return True
+    return False
 
 
 def _flipped(finding: rules.Finding | None) -> rules.Finding | None:

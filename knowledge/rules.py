@@ -121,7 +121,8 @@ _OPPOSITE_PAIRS = [
     ("accept", "reject"), ("include", "exclude"), ("includ", "exclud"), ("strict", "lenient"),
     ("mutable", "immutable"), ("manual", "automatic"), ("manually", "automatically"),
     ("sequential", "parallel"), ("serial", "parallel"), ("blocking", "non-blocking"),
-    ("incremental", "full"), ("before", "after"), ("over", "under"),
+    ("incremental", "full"), ("before", "after"), ("over", "under"), ("must", "optional"),
+    ("enabl", "off"), ("on", "disabl"),
 ]  # fmt: skip
 OPPOSITE: dict[str, set[str]] = {}
 for _left, _right in _OPPOSITE_PAIRS:
@@ -132,10 +133,13 @@ _CASE_STYLES = {
     "snake_case": "snake", "snake": "snake", "camelcase": "camel", "camel": "camel",
     "pascalcase": "pascal", "pascal": "pascal", "kebab-case": "kebab", "kebab": "kebab",
     "screaming_snake_case": "screaming", "upper_snake_case": "screaming",
+    "screaming_snake": "screaming", "dotted": "dotted",
     "lowercase": "lower", "lower-case": "lower", "uppercase": "upper", "upper-case": "upper",
 }  # fmt: skip
 _AFFIX = re.compile(
-    r"\b(start|begin|end|prefix|suffix)(?:s|es|ed|ing)?\b(?:\s+(?:with|by))?\s+(?P<what>[^.;,]+)",
+    r"\b(start|begin|end|prefix|suffix)(?:s|es|ed|ing)?\b(?:\s+(?:with|by))?\s+(?P<what>[^.;,]+)"
+    r"|\b(?:the|a|an)\s+(?P<what2>\S+)\s+(prefix|suffix)\b"
+    r"|\bnamed?\s+(?:\w+\s+){0,2}?(after|with|by|for)\s+(?P<what3>[^.;,]+)",
     re.I,
 )
 _ONLY = re.compile(
@@ -222,19 +226,54 @@ def absent(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | None:
     return None
 
 
+_DENY_BEFORE = re.compile(
+    r"\b(?:don't|do\s+not|does\s+not|doesn't|never|not|no|no\s+longer|without|avoid|"
+    r"stop\s+using|instead\s+of|rather\s+than)\s+((?:[\w`'./@:-]+\s+){0,3}?[\w`'./@:-]+)",
+    re.I,
+)
+_DENY_AFTER = re.compile(
+    r"([\w`'./@:-]+(?:\s+[\w`'./@:-]+)?)\s+(?:is|are|was|were|has\s+been|have\s+been|got)\s+"
+    r"(?:not\b|no\s+longer|removed|dropped|deprecated|gone|banned|disabled|retired)",
+    re.I,
+)
+
+
+def denied(text: str) -> set[str]:
+    """The stems a text denies in so many words: after "don't", "never", "not", "no
+    longer", "instead of" (up to four words on), or before "is not", "was removed", "was
+    dropped" (not what a bug report mentions: "fixes a bug with X" denies nothing)."""
+    found: set[str] = set()
+    for pattern in (_DENY_BEFORE, _DENY_AFTER):
+        for match in pattern.finditer(text):
+            for word in match.group(1).split():
+                found |= _words_of(word.strip("`'.,:").lower())
+    return found
+
+
 _SETTING = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*[A-Za-z_0-9])\s*=\s*[\"']?([\w-]+(?:\.[\w-]+)*)")
 _BOOLEAN = {"true", "false", "on", "off", "yes", "no", "enabled", "disabled"}
 
 
-def settings(a: Sentence, b: Sentence) -> Finding | None:
-    """The same setting given another value (``catchup=False`` / ``catchup=True``)."""
+def _values(text: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for match in _SETTING.finditer(text):
+        found.setdefault(match.group(1).lower(), set()).add(match.group(2).lower())
+    return found
+
+
+def settings(a: Sentence, b: Sentence, whole_a: str = "", whole_b: str = "") -> Finding | None:
+    """The same setting given another value (``catchup=False`` / ``catchup=True``), where
+    neither memory gives it the other's value anywhere (``whole_a``, ``whole_b``: their
+    texts)."""
     right = {m.group(1).lower(): m for m in _SETTING.finditer(b.text)}
+    values_a, values_b = _values(whole_a or a.text), _values(whole_b or b.text)
     for left in _SETTING.finditer(a.text):
-        other = right.get(left.group(1).lower())
+        name = left.group(1).lower()
+        other = right.get(name)
         if other is None:
             continue
         value_a, value_b = left.group(2).lower(), other.group(2).lower()
-        if value_a == value_b:
+        if value_a == value_b or values_a.get(name, set()) & values_b.get(name, set()):
             continue
         kind = POLARITY if value_a in _BOOLEAN and value_b in _BOOLEAN else CHOICE
         if kind == CHOICE and value_a.replace(".", "").isdigit():
@@ -259,21 +298,34 @@ def opposites(
     staging" / "X is disabled in staging")."""
     only_a, only_b = words_a - words_b, words_b - words_a
     rest = _shared(words_a, words_b, common)
-    if len(rest) < 2 or len(rest) < 0.5 * min(len(words_a), len(words_b)) - 1:
+    if len(rest) < 2:
         return None
+    # Much in common, or the opposite words beside the same thing on both sides ("with phased
+    # release enabled" / "phased release is off").
+    alike = len(rest) >= 0.5 * min(len(words_a), len(words_b)) - 1
     for word in sorted(only_a):
         other = OPPOSITE.get(word, set()) & only_b
-        if other:
-            left = next(t for t in a.tokens if stem(t.word) == word)
-            found = sorted(other)[0]
-            right = next(t for t in b.tokens if stem(t.word) == found)
+        if not other:
+            continue
+        found = sorted(other)[0]
+        at_a = next(i for i, t in enumerate(a.tokens) if stem(t.word) == word)
+        at_b = next(i for i, t in enumerate(b.tokens) if stem(t.word) == found)
+        near = _near(a, at_a) & _near(b, at_b) & rest
+        if alike or near:
+            left, right = a.tokens[at_a], b.tokens[at_b]
             return Finding(
                 POLARITY,
-                " ".join(sorted(rest))[:80],
+                " ".join(sorted(near or rest))[:80],
                 (left.start, left.end),
                 (right.start, right.end),
             )
     return None
+
+
+def _near(sentence: Sentence, at: int, reach: int = 3) -> set[str]:
+    """The stems within ``reach`` tokens of token ``at``."""
+    tokens = sentence.tokens[max(0, at - reach) : at + reach + 1]
+    return {word for token in tokens for word in _words_of(token.word)}
 
 
 def exclusivity(
@@ -310,6 +362,50 @@ def exclusivity(
     )
 
 
+_EXCEPT = re.compile(r"\b(?:except|but|unless|apart\s+from|other\s+than)\b", re.I)
+_EXCLUSIVE = re.compile(r"\b(?:only|alone|exclusively|solely)\b", re.I)
+_INCLUSIVE = re.compile(
+    r"\b(?:any|anyone|anybody|every|everyone|all|also|too|as\s+well|own|itself|themselves|"
+    r"both)\b",
+    re.I,
+)
+
+
+def inclusive(
+    a: Sentence,
+    b: Sentence,
+    words_a: frozenset[str],
+    words_b: frozenset[str],
+    common: frozenset[str],
+) -> Finding | None:
+    """``a`` says one alone does a thing ("only owners can merge", "created by the
+    matchmaker alone") where ``b`` has any, every or another do it too ("anyone can merge",
+    "the game server creates its own")."""
+    only, more = _EXCLUSIVE.search(a.text), _INCLUSIVE.search(b.text)
+    if only is None or more is None or _EXCLUSIVE.search(b.text):
+        return None
+    if _EXCEPT.search(a.text) or _EXCEPT.search(b.text):
+        return None  # "all but X", "every one except X": the exception is said
+    # What "only" restricts, said by the other side too: the same restriction in other
+    # words ("only mutated on the main actor" / "all updates happen on the main actor").
+    restricted = [
+        stem(t.word)
+        for t in a.tokens
+        if t.start >= a.start + only.end() and t.word.isalpha() and t.word not in STOPWORDS
+    ][:4]
+    said = [word for word in restricted if word in words_b]
+    if len(said) >= 2 and 2 * len(said) >= len(restricted):
+        return None
+    if len(_shared(words_a, words_b, common)) < 2:
+        return None
+    return Finding(
+        EXCLUSIVITY,
+        " ".join(sorted(_shared(words_a, words_b, common)))[:80],
+        (a.start + only.start(), a.start + only.end()),
+        (b.start + more.start(), b.start + more.end()),
+    )
+
+
 def _name_like(word: str) -> bool:
     """A name, not a plain word: capitals, or the marks of an identifier, path or package."""
     return (
@@ -332,10 +428,10 @@ def naming(
         return None
     for left in _AFFIX.finditer(a.text):
         for right in _AFFIX.finditer(b.text):
-            if _anchor(left.group(1)) != _anchor(right.group(1)):
+            if _anchor(left) != _anchor(right):
                 continue
-            what_a = _content(left.group("what"))
-            what_b = _content(right.group("what"))
+            what_a = _content(_what(left))
+            what_b = _content(_what(right))
             if (
                 what_a
                 and what_b
@@ -361,9 +457,17 @@ def naming(
     return None
 
 
-def _anchor(word: str) -> str:
-    word = word.lower()
-    return "start" if word in ("start", "begin", "prefix") else "end"
+def _anchor(match: re.Match[str]) -> str:
+    """Where a naming rule puts what it says: at the start (a prefix), the end, or the name
+    as a whole ("named after the ticket")."""
+    word = next(g for g in (match.group(1), match.group(3), match.group(4)) if g).lower()
+    if word in ("start", "begin", "prefix"):
+        return "start"
+    return "end" if word in ("end", "suffix") else "name"
+
+
+def _what(match: re.Match[str]) -> str:
+    return match.group("what") or match.group("what2") or match.group("what3") or ""
 
 
 def _content(text: str) -> set[str]:
@@ -381,9 +485,12 @@ def measured(
     and quantities and schedules of the same thing, that disagree."""
     found: list[Finding] = []
     versions_a, versions_b = claims.versions(a), claims.versions(b)
-    for left in versions_a if aligned or close else ():
+    for left in versions_a:
         for right in versions_b:
-            if claims.versions_disagree(left, right):
+            # Two full versions (x.y.z) of one product named alike say what they are about;
+            # "Python 2.6" beside "Python 3.3" needs the sentences or memories to be alike.
+            exact = left.product == right.product and len(left.low) > 2 and len(right.low) > 2
+            if (aligned or close or exact) and claims.versions_disagree(left, right):
                 found.append(Finding(VERSION, left.product, left.span, right.span))
     for left_s in claims.schedules(a):
         for right_s in claims.schedules(b):
