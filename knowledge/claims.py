@@ -99,6 +99,7 @@ UNITS: dict[str, tuple[str, float]] = {
     **dict.fromkeys(["gb", "gib", "gigabytes", "g"], ("size", 1024.0**3)),
     **dict.fromkeys(["tb", "tib", "terabytes"], ("size", 1024.0**4)),
     **dict.fromkeys(["%", "percent", "pct"], ("percent", 1.0)),
+    **dict.fromkeys(["px", "pixel", "pixels"], ("pixels", 1.0)),
 }
 _NUMBER = re.compile(r"^(\d{1,3}(?:,\d{3})+|\d+(?:[._]\d+)?)([a-z%]*)$")
 # "20 requests per second", "600 requests a minute", "each hour".
@@ -166,7 +167,7 @@ def _around(
             if index >= len(tokens) or (most is not None and taken >= most[side]):
                 break
             if _meaningful(tokens[index].word):
-                found.add(stem(tokens[index].word))
+                found.add(root(tokens[index].word))
                 taken += 1
     return found
 
@@ -244,23 +245,43 @@ def _counted(sentence: Sentence, first: int, last: int) -> str | None:
     before = tokens[first - 1].word if first else ""
     if stem(before) in _NOT_COUNTS or "." in tokens[first].word:
         return None
-    for token in tokens[last + 1 : last + 3]:
+    before_words = [t.word for t in reversed(tokens[max(0, first - 3) : first])]
+    for at, token in enumerate(tokens[last + 1 : last + 3]):
         if token.word in ("times", "time", "x"):
-            # "retry three times": what is repeated is the verb before
-            for back in reversed(tokens[max(0, first - 3) : first]):
-                if _meaningful(back.word):
-                    return _same_count.get(stem(back.word), stem(back.word))
-            return None
+            # "retry webhooks three times": what is repeated is the verb before
+            said = [w for w in before_words if _meaningful(w)]
+            for word in said:
+                if root(word) in _same_count:
+                    return _same_count[root(word)]
+            return root(said[0]) if said else None
         if _meaningful(token.word):
-            return _same_count.get(stem(token.word), stem(token.word))
+            # The head of a noun phrase: "50 database connections" counts connections.
+            following = tokens[last + 2 + at] if last + 2 + at < len(tokens) else None
+            if following is not None and _meaningful(following.word) and at == 0:
+                head = root(following.word)
+                if head.endswith(("s", "ion")) or following.word.endswith("s"):
+                    return _same_count.get(head, head)
+            return _same_count.get(root(token.word), root(token.word))
+    # "concurrency is 4": what it counts is said before it
+    if before in ("is", "are", "of", "to", "=", ":") and len(before_words) > 1:
+        said = [w for w in before_words[1:] if _meaningful(w)]
+        return root(said[0]) if said else None
     return None
+
+
+def root(word: str) -> str:
+    """A word's stem with a final "e" dropped, so that "cache" and "cached" (stem "cach"),
+    "use" and "used" meet."""
+    stemmed = stem(word)
+    return stemmed[:-1] if stemmed.endswith("e") and len(stemmed) > 3 else stemmed
 
 
 # Nouns that count the same thing.
 _same_count = {
     "try": "attempt", "retry": "attempt", "retri": "attempt", "process": "worker",
-    "pod": "replica", "instance": "replica", "node": "replica", "record": "row",
-    "entry": "item", "call": "request",
+    "pod": "replica", "instanc": "replica", "node": "replica", "record": "row",
+    "entry": "item", "call": "request", "attempt": "attempt", "connection": "connection",
+    "conn": "connection",
 }  # fmt: skip
 
 
@@ -276,10 +297,11 @@ def _as(quantity: Quantity, other: Quantity) -> tuple[str, float]:
     return "m", quantity.value
 
 
-def same_quantity(a: Quantity, b: Quantity, *, aligned: bool = False) -> bool:
+def same_quantity(a: Quantity, b: Quantity, *, aligned: bool = False, close: bool = False) -> bool:
     """The same measure of the same thing, with values that differ: a count of the same
     thing, or a measure whose nearest words (what it measures) one side shares with the
-    other's; ``aligned``, two sentences with much in common, says so too."""
+    other's; ``aligned``, two sentences with much in common, says so too, and so do two
+    words around the numbers in common between memories about the same thing (``close``)."""
     (dimension_a, value_a), (dimension_b, value_b) = _as(a, b), _as(b, a)
     if dimension_a != dimension_b:
         return False
@@ -287,7 +309,12 @@ def same_quantity(a: Quantity, b: Quantity, *, aligned: bool = False) -> bool:
         return False
     if dimension_a.startswith("count:"):
         return aligned or bool(a.subject & b.subject)
-    return aligned or bool(a.anchor & b.subject) or bool(b.anchor & a.subject)
+    return (
+        aligned
+        or bool(a.anchor & b.subject)
+        or bool(b.anchor & a.subject)
+        or (close and len(a.subject & b.subject) >= 2)
+    )
 
 
 def same_value(a: Quantity, b: Quantity) -> bool:

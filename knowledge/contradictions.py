@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from knowledge import rules
 from knowledge.claims import split
 from knowledge.reading import (
-    NEGATIVE_STEMS,
     NEGATORS,
     NUMBER,
     STOPWORDS,
@@ -431,23 +430,11 @@ def _denied_names(
     return found
 
 
-# Words that say a thing does harm: a memory that says so of X agrees with one that says
-# "don't X", it does not rely on X.
-HARM = NEGATIVE_STEMS | frozenset(
-    stem(word)
-    for word in word_set(
-        "slow slows slowed revert reverted hang hangs break breaks leak error errors problem "
-        "issue bug wrong bad stale duplicate duplicates lose lost corrupt timeout warning risk "
-        "careful beware caution danger dangerous expensive costly deadlock race"
-    )
-)
-
-
 def _relied_on(text: str, word: str) -> bool:
     """Whether a sentence of ``text`` says ``word`` with no harm and no denial beside it."""
     for sentence in sentences(text):
         said = read(sentence)
-        if word in said.content and not said.denies and not (said.content & HARM):
+        if word in said.content and not said.denies and not (said.content & rules.HARM):
             return True
     return False
 

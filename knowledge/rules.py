@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from knowledge import claims
 from knowledge.claims import Sentence, split
-from knowledge.reading import STOPWORDS, stem
+from knowledge.reading import STOPWORDS, stem, word_set
 
 # Words that say where a claim holds: two claims for different ones are about different
 # scopes, not opposite claims (knowledge.contradictions.SCOPES, by stem).
@@ -68,6 +68,19 @@ class Read:
         sentences = split(text)
         words = [frozenset(_words(s)) for s in sentences]
         return cls(text, sentences, words)
+
+
+# Words that say a thing does harm: a memory that says so of X agrees with one that says
+# "don't X", it does not rely on X.
+HARM = frozenset(
+    stem(word)
+    for word in word_set(
+        "slow slows slowed revert reverted hang hangs break breaks broke broken leak leaks "
+        "error errors problem issue bug wrong bad stale duplicate duplicates lose lost loses "
+        "corrupt corrupts timeout risk careful beware caution danger dangerous expensive "
+        "costly deadlock deadlocks race fail fails failed crash crashes crashed"
+    )
+)
 
 
 def _words(sentence: Sentence) -> set[str]:
@@ -181,8 +194,9 @@ def _token_at(sentence: Sentence, offset: int) -> int:
 
 
 def polarity(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | None:
-    """``a`` forbids an action that ``b`` does or prescribes, on the same thing."""
-    if _NEGATED.search(b.text):
+    """``a`` forbids an action that ``b`` does or prescribes, on the same thing (not one
+    that says it does harm: "module-level calls slow the parser" agrees with "don't")."""
+    if _NEGATED.search(b.text) or words_b & HARM:
         return None
     for match in _PROHIBIT.finditer(a.text):
         at = _token_at(a, a.start + match.end())
@@ -296,7 +310,10 @@ def opposites(
 ) -> Finding | None:
     """Opposite words in two sentences that otherwise say the same ("X is enabled in
     staging" / "X is disabled in staging")."""
-    only_a, only_b = words_a - words_b, words_b - words_a
+    # Opposites may be words too common to carry meaning alone ("on", "off").
+    said_a = words_a | {stem(t.word) for t in a.tokens}
+    said_b = words_b | {stem(t.word) for t in b.tokens}
+    only_a, only_b = said_a - said_b, said_b - said_a
     rest = _shared(words_a, words_b, common)
     if len(rest) < 2:
         return None
@@ -460,7 +477,8 @@ def naming(
 def _anchor(match: re.Match[str]) -> str:
     """Where a naming rule puts what it says: at the start (a prefix), the end, or the name
     as a whole ("named after the ticket")."""
-    word = next(g for g in (match.group(1), match.group(3), match.group(4)) if g).lower()
+    # Groups 1, 4 and 5: the verb or noun of each of _AFFIX's three forms.
+    word = next(g for g in (match.group(1), match.group(4), match.group(5)) if g).lower()
     if word in ("start", "begin", "prefix"):
         return "start"
     return "end" if word in ("end", "suffix") else "name"
@@ -509,7 +527,7 @@ def measured(
         for right_q in right_all:
             if any(claims.same_value(right_q, q) for q in left_all):
                 continue
-            if claims.same_quantity(left_q, right_q, aligned=strong):
+            if claims.same_quantity(left_q, right_q, aligned=strong, close=close):
                 about = " ".join(sorted(left_q.subject & right_q.subject))[:80]
                 found.append(Finding(QUANTITY, about, left_q.span, right_q.span))
                 break

@@ -181,3 +181,76 @@ def test_a_neighbourhoods_boilerplate_makes_no_repeat():
     assert (
         compare_words("Added changelog entry", "Added changelog entry", cosine=1.0).kind == REPEAT
     )
+
+
+MORE_BY_CLASS = [
+    # a name one side denies in so many words, the other relies on
+    ("polarity", "Periodic jobs (dunning, usage rollups) are scheduled with Celery beat.",
+     "Celery beat was removed last sprint. Dunning and usage rollups now run as CronJobs."),
+    # a rate in other units: 20 a second is 1200 a minute
+    ("quantity", "Public API rate limit: 20 requests per second per player token.",
+     "Each player token may make 600 requests a minute."),
+    # a cron line's weekday against a named day
+    ("schedule", "The weekly leaderboard resets with cron 0 0 * * MON.",
+     "The weekly leaderboard resets at 18:00 UTC on Sundays."),
+    # a prefix said two ways
+    ("naming", "Functions exported from a component are prefixed with the component's name.",
+     "Everything exported from a component carries the kc_ prefix."),
+    # two full versions of one product in sentences about other things
+    ("version", "Pin torch==2.2.2 with the CUDA 12.1 wheels.",
+     "We're on torch 2.4.0 now; the old one had a checkpoint bug."),
+    # a cache's lifetime in other words and units
+    ("quantity", "The cache TTL is 300 seconds.", "Cached pages live for 10 minutes."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("klass", "a", "b"), MORE_BY_CLASS)
+def test_more_kinds_of_disagreement(klass, a, b):
+    verdict = compare(a, b)
+    assert verdict.kind == CONFLICT, verdict.evidence
+    assert klass in verdict.evidence["classes"]
+
+
+AGREEING = [
+    # "don't X" and "X does harm" say the same
+    ("Don't call Variable.get() at the top level of a DAG file.",
+     "Module-level Variable.get calls slow the scheduler's parser down."),
+    # "only on the main actor" and "all on the main actor" say the same
+    ("View models are @MainActor; UI state is only mutated on the main actor.",
+     "All UI updates must happen on the main actor, so annotate view models with @MainActor."),
+    # a setting both memories give both values of
+    ("Eval runs `tessera.eval suite=core`; use suite=smoke for a quick check.",
+     "Use suite=smoke for a 3 min subset; suite=core is the full eval."),
+    # a function's arity is no place: these are the same party, not two places
+    ("Raid parties hold 8 players (lib/raidhall/party.ex).",
+     "A raid party holds eight players; Party.join/2 refuses the ninth."),
+    # a bug report mentions a name, it does not deny it
+    ("This fixes a bug with the SharedDataMiddleware that broke file loading.",
+     "The SharedDataMiddleware serves files with an ETag."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("a", "b"), AGREEING)
+def test_claims_that_agree_are_no_conflict(a, b):
+    assert compare(a, b).kind != CONFLICT
+    assert compare(b, a).kind != CONFLICT
+
+
+def test_two_change_log_entries_are_history_not_claims():
+    # Each says what was done then: neither contradicts nor repeats the other.
+    a, b = "Added werkzeug bootstrapping script.", "Dropped werkzeug bootstrap."
+    assert compare_words(a, b, cosine=0.9).kind is None
+    assert (
+        compare_words("Finished url generation.", "Improved url generation.", cosine=0.95).kind
+        is None
+    )
+    # Word for word, they repeat.
+    assert (
+        compare_words("Removed unnecessary import", "removed unnecessary imports", cosine=1.0).kind
+        == REPEAT
+    )
+    # A change log entry against a standing claim still disagrees.
+    assert (
+        compare_words("Use pnpm for installs.", "Moved from pnpm to npm for installs.").kind
+        == CONFLICT
+    )
