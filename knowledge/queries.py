@@ -70,12 +70,14 @@ def pair_flags(memory_ids: Sequence[int]) -> dict[int, list[PairFlag]]:
 
 @dataclass(frozen=True)
 class PairSide:
-    """One memory of a pair as its page shows it: the memory, its runs' outcomes and its
-    latest history."""
+    """One memory of a pair as its page shows it: the memory, its runs' outcomes, its
+    latest history, and the spans of its words the evidence says disagree (offsets, while
+    its words are those judged)."""
 
     memory: Memory
     outcomes: dict[str, int]
     history: list[MemoryEvent]
+    spans: tuple[tuple[int, int], ...] = ()
 
 
 def pair_sides(pair: MemoryPair, *, history: int = 10) -> list[PairSide]:
@@ -98,7 +100,26 @@ def pair_sides(pair: MemoryPair, *, history: int = 10) -> list[PairSide]:
             memories[memory_id],
             outcomes.get(memory_id, {}),
             list(memory_history(memory_id=memory_id)[:history]),
+            _spans(pair, memories[memory_id], "firstSpan" if side == 0 else "secondSpan"),
         )
-        for memory_id in pair.memory_ids
+        for side, memory_id in enumerate(pair.memory_ids)
         if memory_id in memories
     ]
+
+
+def _spans(pair: MemoryPair, memory: Memory, key: str) -> tuple[tuple[int, int], ...]:
+    """The evidence's spans of ``memory``'s words, if they are still the words judged."""
+    judged = pair.first_hash if key == "firstSpan" else pair.second_hash
+    if memory.content_hash != judged:
+        return ()
+    found = []
+    for differs in (pair.evidence or {}).get("differs", []):
+        span = differs.get(key) if isinstance(differs, dict) else None
+        if (
+            isinstance(span, list)
+            and len(span) == 2
+            and all(isinstance(i, int) for i in span)
+            and 0 <= span[0] < span[1] <= len(memory.content)
+        ):
+            found.append((span[0], span[1]))
+    return tuple(sorted(set(found)))

@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from django import template
 from django.utils import timezone
+from django.utils.html import escape, format_html
+from django.utils.safestring import mark_safe
 
 from policies.jobs import label
 
 register = template.Library()
+
+
+@register.filter
+def marked(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` escaped, with the ``spans`` (offsets; overlapping ones joined) in
+    ``<mark>``, line breaks kept: the words a pair's evidence says disagree."""
+    joined: list[list[int]] = []
+    for start, end in sorted(spans):
+        if joined and start <= joined[-1][1]:
+            joined[-1][1] = max(joined[-1][1], end)
+        else:
+            joined.append([start, end])
+    pieces, at = [], 0
+    for start, end in joined:
+        pieces.append(escape(text[at:start]))
+        pieces.append(format_html("<mark>{}</mark>", text[start:end]))
+        at = end
+    pieces.append(escape(text[at:]))
+    # Every piece is escaped above.
+    return mark_safe("".join(pieces).replace("\n", "<br>"))
 
 
 @register.filter

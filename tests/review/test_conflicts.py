@@ -122,3 +122,19 @@ def test_bulk_keeps_the_newer_of_each_selected_pair(reviewer_client, project, pa
         reverse("review:conflict-bulk"), {"action": "dismiss"}, follow=True
     )
     assert "Select one or more pairs" in empty.text
+
+
+def test_the_side_by_side_page_marks_the_words_that_disagree(reviewer_client, pair):
+    page = reviewer_client.get(reverse("review:conflict", args=[pair.pk])).text
+    assert "<mark>10 seconds</mark>" in page
+    assert "<mark>30 seconds</mark>" in page
+
+
+def test_marks_escape_the_words_and_join_overlapping_spans():
+    from review.templatetags.review_tags import marked
+
+    text = "Use <b>pnpm</b> for installs\nnot npm"
+    html = marked(text, [(4, 15), (9, 13), (33, 36)])
+    assert html == (
+        "Use <mark>&lt;b&gt;pnpm&lt;/b&gt;</mark> for installs<br>not <mark>npm</mark>"
+    )
