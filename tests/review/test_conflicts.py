@@ -10,6 +10,7 @@ from memories import services
 from memories.models import Memory
 from policies.conflicts import find_conflicts
 from policies.runner import record_run
+from review.templatetags.review_tags import marked
 
 pytestmark = pytest.mark.django_db
 
@@ -131,10 +132,6 @@ def test_the_side_by_side_page_marks_the_words_that_disagree(reviewer_client, pa
 
 
 def test_marks_escape_the_words_and_join_overlapping_spans():
-    from review.templatetags.review_tags import marked
-
     text = "Use <b>pnpm</b> for installs\nnot npm"
     html = marked(text, [(4, 15), (9, 13), (33, 36)])
-    assert html == (
-        "Use <mark>&lt;b&gt;pnpm&lt;/b&gt;</mark> for installs<br>not <mark>npm</mark>"
-    )
+    assert html == ("Use <mark>&lt;b&gt;pnpm&lt;/b&gt;</mark> for installs<br>not <mark>npm</mark>")
