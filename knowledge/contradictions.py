@@ -369,17 +369,22 @@ def _findings(
     """The class rules over every two sentences about the same thing (one from each)."""
     left, right = rules.Read.of(a), rules.Read.of(b)
     found: list[rules.Finding] = []
-    for one, words_a in zip(left.sentences, left.words, strict=True):
-        for other, words_b in zip(right.sentences, right.words, strict=True):
+    for one, words_a, said_a in zip(left.sentences, left.words, left.said, strict=True):
+        for other, words_b, said_b in zip(right.sentences, right.words, right.said, strict=True):
             shared = (words_a & words_b) - common
-            if _other_scope(read(one.text), read(other.text), times=False):
+            if _other_scope(said_a.reading, said_b.reading, times=False):
                 continue
             aligned = len(shared) >= ALIGNED_WORDS
             # Versions of one product, quantities and schedules of one thing: their own
             # reading says what they are about.
             strong = len(shared) >= STRONGLY_ALIGNED
-            found += rules.measured(one, other, aligned, close, strong)
-            if not aligned or measured_only or _other_scope(read(one.text), read(other.text)):
+            found += rules.measured(said_a, said_b, aligned, close, strong)
+            scoped = _other_scope(said_a.reading, said_b.reading)
+            if not scoped:
+                # A naming rule names its subject too ("branch names start with ...").
+                naming = rules.naming(one, other, words_a, words_b, common)
+                found += [naming] if naming is not None else []
+            if not aligned or measured_only or scoped:
                 continue
             for finding in (
                 rules.polarity(one, other, words_b),
@@ -392,7 +397,6 @@ def _findings(
                 rules.inclusive(one, other, words_a, words_b, common),
                 _flipped(rules.inclusive(other, one, words_b, words_a, common)),
                 _flipped(rules.exclusivity(other, one, words_b, words_a, common)),
-                rules.naming(one, other, words_a, words_b, common),
             ):
                 if finding is not None:
                     found.append(finding)

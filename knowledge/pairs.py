@@ -360,6 +360,6 @@ def _common(row: Row, candidates: Sequence[Row]) -> frozenset[str]:
     if len(texts) >= COMMON_AMONG:
         counts: Counter[str] = Counter()
         for text in texts:
-            counts.update(reading.read(text.content).content)
+            counts.update(reading.stems(text.content))
         found |= {word for word, n in counts.items() if n >= COMMON_SHARE * len(texts)}
     return frozenset(found)

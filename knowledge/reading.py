@@ -133,6 +133,7 @@ _CHANGES = [
 ]
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A crude English stem: enough for "timeouts"/"timeout", "runs"/"run"/"running"."""
     if len(word) <= 3 or not word.isalpha():
@@ -234,7 +235,16 @@ def _unit(tokens: Sequence[str], index: int, suffix: str) -> str:
     return ""
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=4096)
+def stems(text: str) -> frozenset[str]:
+    """The stems of a text's words, lightly read (no spelling out): what counting the
+    words a neighbourhood shares needs."""
+    return frozenset(
+        stem(token) for token in (t.lower() for t in _WORD.findall(text)) if token not in STOPWORDS
+    )
+
+
+@lru_cache(maxsize=4096)
 def read(text: str) -> Words:
     spelled = _spelled_out(text)
     raw = _WORD.findall(spelled)

@@ -21,12 +21,13 @@ each memory's text), for a reviewer to see side by side.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
 from knowledge import claims
 from knowledge.claims import Sentence, split
-from knowledge.reading import STOPWORDS, stem, word_set
+from knowledge.reading import STOPWORDS, Words, read, stem, word_set
 
 # Words that say where a claim holds: two claims for different ones are about different
 # scopes, not opposite claims (knowledge.contradictions.SCOPES, by stem).
@@ -57,17 +58,60 @@ class Finding:
 
 @dataclass
 class Read:
-    """A memory's sentences with what each claims, read once."""
+    """A memory's sentences with what each claims, each read once (a memory is compared
+    with several candidates: ``of`` keeps the latest texts read)."""
 
     text: str
     sentences: list[Sentence]
     words: list[frozenset[str]] = field(default_factory=list)
+    said: list[Said] = field(default_factory=list)
 
     @classmethod
     def of(cls, text: str) -> Read:
-        sentences = split(text)
-        words = [frozenset(_words(s)) for s in sentences]
-        return cls(text, sentences, words)
+        return _read(text)
+
+
+@dataclass
+class Said:
+    """What one sentence claims, by class, read when first asked."""
+
+    sentence: Sentence
+    _versions: list[claims.Version] | None = None
+    _schedules: list[claims.Schedule] | None = None
+    _quantities: list[claims.Quantity] | None = None
+    _reading: Words | None = None
+
+    @property
+    def versions(self) -> list[claims.Version]:
+        if self._versions is None:
+            self._versions = claims.versions(self.sentence)
+        return self._versions
+
+    @property
+    def schedules(self) -> list[claims.Schedule]:
+        if self._schedules is None:
+            self._schedules = claims.schedules(self.sentence)
+        return self._schedules
+
+    @property
+    def quantities(self) -> list[claims.Quantity]:
+        if self._quantities is None:
+            self._quantities = claims.quantities(self.sentence)
+        return self._quantities
+
+    @property
+    def reading(self) -> Words:
+        if self._reading is None:
+            self._reading = read(self.sentence.text)
+        return self._reading
+
+
+@functools.lru_cache(maxsize=4096)
+def _read(text: str) -> Read:
+    sentences = split(text)
+    return Read(
+        text, sentences, [frozenset(_words(s)) for s in sentences], [Said(s) for s in sentences]
+    )
 
 
 # Words that say a thing does harm: a memory that says so of X agrees with one that says
@@ -495,14 +539,14 @@ def _content(text: str) -> set[str]:
 
 
 def measured(
-    a: Sentence, b: Sentence, aligned: bool, close: bool = False, strong: bool = False
+    a: Said, b: Said, aligned: bool, close: bool = False, strong: bool = False
 ) -> list[Finding]:
     """Versions of the same product (in two sentences about the same thing, ``aligned``, or
     two memories about it, ``close``), quantities of the same measure (``strong``: two
     sentences with much in common say so too),
     and quantities and schedules of the same thing, that disagree."""
     found: list[Finding] = []
-    versions_a, versions_b = claims.versions(a), claims.versions(b)
+    versions_a, versions_b = a.versions, b.versions
     for left in versions_a:
         for right in versions_b:
             # Two full versions (x.y.z) of one product named alike say what they are about;
@@ -510,16 +554,16 @@ def measured(
             exact = left.product == right.product and len(left.low) > 2 and len(right.low) > 2
             if (aligned or close or exact) and claims.versions_disagree(left, right):
                 found.append(Finding(VERSION, left.product, left.span, right.span))
-    for left_s in claims.schedules(a):
-        for right_s in claims.schedules(b):
+    for left_s in a.schedules:
+        for right_s in b.schedules:
             subject = left_s.subject & right_s.subject
             if subject and claims.schedules_disagree(left_s, right_s):
                 found.append(
                     Finding(SCHEDULE, " ".join(sorted(subject))[:80], left_s.span, right_s.span)
                 )
     taken = {v.span for v in (*versions_a, *versions_b)}
-    left_all = [q for q in claims.quantities(a) if q.span not in taken]
-    right_all = [q for q in claims.quantities(b) if q.span not in taken]
+    left_all = [q for q in a.quantities if q.span not in taken]
+    right_all = [q for q in b.quantities if q.span not in taken]
     for left_q in left_all:
         # A value the other side names anywhere, in the same measure, is no contradiction.
         if any(claims.same_value(left_q, q) for q in right_all):
