@@ -476,6 +476,17 @@ def _name_like(word: str) -> bool:
     )
 
 
+# Words of a sentence about names.
+NAMING = frozenset(
+    stem(word)
+    for word in word_set(
+        "name names named naming prefix prefixed prefixes suffix suffixed suffixes called "
+        "convention conventions identifier identifiers id ids key keys slug slugs label labels "
+        "tag tags branch branches topic topics title titles case"
+    )
+)
+
+
 def naming(
     a: Sentence,
     b: Sentence,
@@ -483,9 +494,10 @@ def naming(
     words_b: frozenset[str],
     common: frozenset[str],
 ) -> Finding | None:
-    """The same names start (or end) with something else, or follow another case style."""
+    """The same names start (or end) with something else, or follow another case style:
+    between two sentences about names ("started working on the docs" is about no name)."""
     context = _shared(words_a, words_b, common)
-    if not context:
+    if not context or not (words_a & NAMING) or not (words_b & NAMING):
         return None
     for left in _AFFIX.finditer(a.text):
         for right in _AFFIX.finditer(b.text):
