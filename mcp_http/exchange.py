@@ -36,7 +36,7 @@ from memory_layer_client.client import AsyncMemoryLayerClient
 from memory_layer_client.tools import build_server
 
 from mcp_http import metrics
-from mcp_http.transport import InProcessTransport
+from mcp_http.transport import InProcessClient
 from ops import requestid
 
 # Status, headers and body of the SDK's answer.
@@ -86,19 +86,11 @@ class Loop:
         """Not left in the middle of a request, and its manager still running."""
         return not self._busy and not self._running.done() and not self.loop.is_closed()
 
-    def answer(
-        self,
-        scope: dict[str, Any],
-        body: bytes,
-        client: AsyncMemoryLayerClient,
-        transport: InProcessTransport,
-    ) -> Answer:
+    def answer(self, scope: dict[str, Any], body: bytes, client: InProcessClient) -> Answer:
         """The SDK's answer to one HTTP request (its ASGI ``scope`` and ``body``), the
-        tools calling the API with ``client`` through ``transport``; made on the loop's
-        thread."""
+        tools calling the API with ``client``; made on the loop's thread."""
         self._busy = True
-        request_id = requestid.current.get()
-        done = self._thread.submit(self._answer, scope, body, client, transport, request_id)
+        done = self._thread.submit(self._answer, scope, body, client, requestid.current.get())
         try:
             return done.result()
         finally:
@@ -106,12 +98,7 @@ class Loop:
                 self._busy = False
 
     def _answer(
-        self,
-        scope: dict[str, Any],
-        body: bytes,
-        client: AsyncMemoryLayerClient,
-        transport: InProcessTransport,
-        request_id: str,
+        self, scope: dict[str, Any], body: bytes, client: InProcessClient, request_id: str
     ) -> Answer:
         loop = self.loop
         task = loop.create_task(self._exchange(scope, body, client, request_id))
@@ -120,7 +107,7 @@ class Loop:
             loop.run_forever()
             if task.done():
                 return task.result()
-            transport.answer_calls()  # the loop stands still
+            client.answer_calls()  # the loop stands still
 
     async def _exchange(
         self, scope: dict[str, Any], body: bytes, client: AsyncMemoryLayerClient, request_id: str
@@ -149,10 +136,7 @@ class Loop:
         # connections: in a copy of the request's, each call would connect again.)
         _client.set(client)
         requestid.current.set(request_id)
-        try:
-            await self.manager.handle_request(scope, receive, send)
-        finally:
-            await client.aclose()
+        await self.manager.handle_request(scope, receive, send)
         return started["status"], started["headers"], b"".join(chunks)
 
     def close(self) -> None:
@@ -216,15 +200,10 @@ class Pool:
 loops = Pool()
 
 
-def answer(
-    scope: dict[str, Any],
-    body: bytes,
-    client: AsyncMemoryLayerClient,
-    transport: InProcessTransport,
-) -> Answer:
+def answer(scope: dict[str, Any], body: bytes, client: InProcessClient) -> Answer:
     """One HTTP request through the SDK, on a loop of the pool (see Loop)."""
     loop = loops.take()
     try:
-        return loop.answer(scope, body, client, transport)
+        return loop.answer(scope, body, client)
     finally:
         loops.give_back(loop)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
-from memory_layer_client.client import AsyncMemoryLayerClient
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -24,7 +23,7 @@ from rest_framework.views import APIView
 from api.auth import ApiKeyAuthentication, api_key_of
 from api.responses import ThenJSONResponse
 from mcp_http import exchange
-from mcp_http.transport import InProcessTransport
+from mcp_http.transport import InProcessClient
 from ops import requestid
 
 # Headers the WSGI server sets itself (a WSGI application may not).
@@ -83,23 +82,16 @@ class McpEndpoint(APIView):
         assert api_key is not None  # IsAuthenticated with key authentication only
         raw = request._request
         request_id = getattr(raw, "request_id", requestid.NONE)
-        transport = InProcessTransport(raw.META.get("REMOTE_ADDR", "127.0.0.1"), api_key)
-        client = AsyncMemoryLayerClient(
-            f"{raw.scheme}://{raw.get_host()}",
-            raw.headers["Authorization"].split(None, 1)[1],
-            project=api_key.project.slug,
-            retries=0,
-            headers={requestid.HEADER: request_id},
-            transport=transport,
-        )
+        token = raw.headers["Authorization"].split(None, 1)[1]
+        client = InProcessClient(raw, api_key, token, request_id)
         try:
-            status, headers, body = exchange.answer(_scope(request), raw.body, client, transport)
+            status, headers, body = exchange.answer(_scope(request), raw.body, client)
         except BaseException:
-            for close in transport.after:  # the API calls made so far end now
+            for close in client.after:  # the API calls made so far end now
                 close()
             raise
         # The API calls' own after-work runs once this answer is sent (mcp_http.transport).
-        response = ThenJSONResponse(body, then=transport.after)
+        response = ThenJSONResponse(body, then=client.after)
         response.status_code = status
         for name, value in headers:
             if name.lower() not in HOP_BY_HOP:

@@ -10,6 +10,7 @@ import sys
 import threading
 from typing import Any
 
+import httpx2 as httpx
 import pytest
 from django.core.cache import caches
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -68,6 +69,7 @@ def test_one_running_session_manager_answers_request_after_request(client, token
     managers = counting(monkeypatch, StreamableHTTPSessionManager, "__init__")
     started = counting(monkeypatch, StreamableHTTPSessionManager, "run")
     handled = counting(monkeypatch, StreamableHTTPSessionManager, "handle_request")
+    http_clients = counting(monkeypatch, httpx.AsyncClient, "__init__")
     loops_before = exchange.loops.made
 
     for number in range(1, 6):
@@ -77,6 +79,8 @@ def test_one_running_session_manager_answers_request_after_request(client, token
     assert len(managers) == len(started) == 1
     assert handled == managers * 5
     assert exchange.loops.made == loops_before + 1
+    # The tools' API calls go to Django in process: no HTTP client is made for them.
+    assert http_clients == []
 
 
 def test_the_api_answers_tools_on_a_shallow_stack_with_no_loop_running(client, token, monkeypatch):
