@@ -70,6 +70,7 @@ def test_one_running_session_manager_answers_request_after_request(client, token
     started = counting(monkeypatch, StreamableHTTPSessionManager, "run")
     handled = counting(monkeypatch, StreamableHTTPSessionManager, "handle_request")
     http_clients = counting(monkeypatch, httpx.AsyncClient, "__init__")
+    exchange.loops.close()  # none lent before (whatever ran first)
     loops_before = exchange.loops.made
 
     for number in range(1, 6):
