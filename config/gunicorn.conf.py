@@ -64,7 +64,7 @@ def when_ready(server: object) -> None:
 
     embeddings.warm()
     # The MCP server (the SDK and its models) too: loaded here, it is frozen with the rest.
-    from mcp_http.views import server as mcp_server
+    from mcp_http.exchange import server as mcp_server
 
     mcp_server()
 

@@ -4,26 +4,17 @@ The protocol is the official SDK's (``StreamableHTTPSessionManager``), stateless
 answering JSON: each POST is one exchange, so any web worker (gunicorn's, or runserver's)
 answers any request and no session lives in a process. The request is authenticated here
 as the API authenticates it (``Authorization: Bearer <key>``; a missing, unknown or revoked
-key is a 401 before the protocol is spoken), then handed to the SDK as an ASGI request on
-an event loop of the request's own thread, kept for the thread's next requests (asgiref's
+key is a 401 before the protocol is spoken), then handed to the SDK as an ASGI request, on
+an event loop whose session manager is already running (``mcp_http.exchange``; asgiref's
 bridge would start a thread and a loop for each). Each tool calls the API in process with
 the same key (``mcp_http.transport``): another project's memories do not exist for it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Coroutine, MutableMapping
-from contextvars import ContextVar
-from functools import cache
-from typing import Any, TypeVar
+from typing import Any
 
 from django.http import HttpResponse
-from mcp.server import MCPServer
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from memory_layer_client.client import AsyncMemoryLayerClient
-from memory_layer_client.tools import build_server
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -31,8 +22,8 @@ from rest_framework.views import APIView
 
 from api.auth import ApiKeyAuthentication, api_key_of
 from api.responses import ThenJSONResponse
-from mcp_http import metrics
-from mcp_http.transport import InProcessTransport
+from mcp_http import exchange
+from mcp_http.transport import InProcessClient
 from ops import requestid
 
 # Headers the WSGI server sets itself (a WSGI application may not).
@@ -47,27 +38,6 @@ HOP_BY_HOP = {
     b"proxy-authenticate",
     b"proxy-authorization",
 }
-
-# The client of the request being answered: the caller's key, project and address.
-_client: ContextVar[AsyncMemoryLayerClient] = ContextVar("mcp_client")
-
-
-@cache
-def server() -> MCPServer:
-    return build_server(_client.get, observe=metrics.observe)
-
-
-T = TypeVar("T")
-_loops = threading.local()
-
-
-def _run(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run ``coroutine`` to its end on this thread's event loop. A sync view runs on a
-    thread with no loop running (gunicorn's, runserver's, or asgiref's under ASGI)."""
-    loop: asyncio.AbstractEventLoop | None = getattr(_loops, "loop", None)
-    if loop is None or loop.is_closed():
-        loop = _loops.loop = asyncio.new_event_loop()
-    return loop.run_until_complete(coroutine)
 
 
 def _scope(request: Request) -> dict[str, Any]:
@@ -93,42 +63,6 @@ def _scope(request: Request) -> dict[str, Any]:
     }
 
 
-async def _exchange(
-    scope: dict[str, Any], body: bytes, client: AsyncMemoryLayerClient
-) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    """One request through the SDK's transport; its status, headers and body."""
-    started: dict[str, Any] = {"status": 500, "headers": []}
-    chunks: list[bytes] = []
-    delivered = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal delivered
-        if not delivered:
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return {"type": "http.disconnect"}
-
-    async def send(message: MutableMapping[str, Any]) -> None:
-        if message["type"] == "http.response.start":
-            started["status"] = message["status"]
-            started["headers"] = message.get("headers", [])
-        elif message["type"] == "http.response.body":
-            chunks.append(message.get("body", b""))
-
-    _client.set(client)
-    manager = StreamableHTTPSessionManager(
-        app=server()._lowlevel_server,  # the SDK's documented way to serve it elsewhere
-        stateless=True,
-        json_response=True,
-    )
-    try:
-        async with manager.run():
-            await manager.handle_request(scope, receive, send)
-    finally:
-        await client.aclose()
-    return started["status"], started["headers"], b"".join(chunks)
-
-
 class McpEndpoint(APIView):
     """Streamable HTTP (POST one JSON-RPC message; GET and DELETE answer as the SDK says)."""
 
@@ -148,24 +82,16 @@ class McpEndpoint(APIView):
         assert api_key is not None  # IsAuthenticated with key authentication only
         raw = request._request
         request_id = getattr(raw, "request_id", requestid.NONE)
-        transport = InProcessTransport(raw.META.get("REMOTE_ADDR", "127.0.0.1"), api_key)
-        client = AsyncMemoryLayerClient(
-            f"{raw.scheme}://{raw.get_host()}",
-            raw.headers["Authorization"].split(None, 1)[1],
-            project=api_key.project.slug,
-            retries=0,
-            headers={requestid.HEADER: request_id},
-            transport=transport,
-        )
+        token = raw.headers["Authorization"].split(None, 1)[1]
+        client = InProcessClient(raw, api_key, token, request_id)
         try:
-            status, headers, body = _run(_exchange(_scope(request), raw.body, client))
+            status, headers, body = exchange.answer(_scope(request), raw.body, client)
         except BaseException:
-            for close in transport.after:  # the API calls made so far end now
+            for close in client.after:  # the API calls made so far end now
                 close()
             raise
-        requestid.current.set(request_id)  # the tools' API calls ended requests of their own
         # The API calls' own after-work runs once this answer is sent (mcp_http.transport).
-        response = ThenJSONResponse(body, then=transport.after)
+        response = ThenJSONResponse(body, then=client.after)
         response.status_code = status
         for name, value in headers:
             if name.lower() not in HOP_BY_HOP:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from knowledge.models import MemoryPair
-from mcp_http import transport
+from mcp_http import exchange
 from memories import services
 from tests.factories import MemoryFactory, ProjectFactory
 from tests.support import require
@@ -21,11 +21,11 @@ NODE_DIR = Path(__file__).resolve().parents[2] / "var" / "node"
 
 
 @pytest.fixture(autouse=True)
-def _api_threads_let_go_of_the_database():
-    """The threads that answer the tools' API calls hold database connections of their
-    own: they end with each test, so the test database can be dropped."""
+def _mcp_threads_let_go_of_the_database():
+    """The threads that answer MCP requests hold database connections of their own: they
+    end with each test, so the test database can be dropped."""
     yield
-    transport.stop_threads()
+    exchange.loops.close()
 
 
 @pytest.fixture(autouse=True)

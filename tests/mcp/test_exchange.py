@@ -1,0 +1,132 @@
+"""How an MCP request is answered (mcp_http.exchange): on a loop whose session manager runs
+already, made once and lent request after request, and the tools' API calls made on a
+shallow stack with no loop running."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+from django.core.cache import caches
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from api.context import ContextView
+from mcp_http import exchange
+from memories import services
+from tests.factories import MemoryFactory, ProjectFactory
+
+# The tools' API calls run on the loop's own thread, with a database connection of its own.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def token():
+    project = ProjectFactory(slug="alpha")
+    MemoryFactory(project=project, content="Checkout totals are rounded once.", tags=["checkout"])
+    return services.api_key_create(project=project, name="agent")[1]
+
+
+def recall(client: Any, token: str, number: int) -> dict[str, Any]:
+    message = {
+        "jsonrpc": "2.0",
+        "id": number,
+        "method": "tools/call",
+        "params": {"name": "recall", "arguments": {"intent": "checkout totals"}},
+    }
+    answer = client.post(
+        "/mcp",
+        data=json.dumps(message),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+        HTTP_ACCEPT="application/json, text/event-stream",
+        HTTP_MCP_PROTOCOL_VERSION="2025-06-18",
+    )
+    assert answer.status_code == 200, answer.content
+    result = json.loads(answer.content)["result"]
+    assert not result.get("isError"), result
+    return result
+
+
+def counting(monkeypatch: pytest.MonkeyPatch, cls: type, method: str) -> list[object]:
+    """The instances of ``cls`` on which ``method`` is called from now on."""
+    seen: list[object] = []
+    original = getattr(cls, method)
+
+    def counted(self: object, *args: Any, **kwargs: Any) -> Any:
+        seen.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, method, counted)
+    return seen
+
+
+def test_one_running_session_manager_answers_request_after_request(client, token, monkeypatch):
+    managers = counting(monkeypatch, StreamableHTTPSessionManager, "__init__")
+    started = counting(monkeypatch, StreamableHTTPSessionManager, "run")
+    handled = counting(monkeypatch, StreamableHTTPSessionManager, "handle_request")
+    http_clients = counting(monkeypatch, httpx.AsyncClient, "__init__")
+    exchange.loops.close()  # none lent before (whatever ran first)
+    loops_before = exchange.loops.made
+
+    for number in range(1, 6):
+        assert recall(client, token, number)["structuredContent"]["ids"]
+
+    # Made and started once, for the first request; every request one exchange on it.
+    assert len(managers) == len(started) == 1
+    assert handled == managers * 5
+    assert exchange.loops.made == loops_before + 1
+    # The tools' API calls go to Django in process: no HTTP client is made for them.
+    assert http_clients == []
+
+
+def test_the_api_answers_tools_on_a_shallow_stack_with_no_loop_running(client, token, monkeypatch):
+    """The call runs on the loop's thread while the loop stands still: Django's ORM may run
+    (no loop is running on the thread), and neither the ``/mcp`` request's Django stack nor
+    the SDK's frames are under it (CPython 3.11 mapped and unmapped frame-stack chunks under
+    that depth, on every call of the assembly's inner loops)."""
+    calls: list[dict[str, Any]] = []
+    post = ContextView.post
+
+    def watched(self: ContextView, request: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+            running = True
+        except RuntimeError:
+            running = False
+        frames = []
+        frame = sys._getframe()
+        while frame is not None:
+            frames.append(frame.f_code.co_filename)
+            frame = frame.f_back
+        calls.append(
+            {
+                "thread": threading.current_thread(),
+                "loop running": running,
+                "files": frames,
+                "cache": caches["default"],
+            }
+        )
+        return post(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(ContextView, "post", watched)
+
+    recall(client, token, 1)
+    recall(client, token, 2)
+
+    assert len(calls) == 2
+    assert calls[0]["thread"] is calls[1]["thread"]  # the loop's, lent again
+    # In the thread's own context: what Django keeps per context (the cache and its
+    # connections) is made once, not again for each request.
+    assert calls[0]["cache"] is calls[1]["cache"]
+    assert calls[0]["thread"] is not threading.current_thread()
+    for call in calls:
+        assert not call["loop running"]
+        files = call["files"]
+        assert not [f for f in files if f.endswith("mcp_http/views.py")], files
+        assert not [f for f in files if "/site-packages/mcp/" in f], files
+        assert not [f for f in files if "/django/test/" in f], files  # this thread's stack
