@@ -477,7 +477,7 @@ def _name_like(word: str) -> bool:
 
 
 # Words of a sentence about names.
-NAMING = frozenset(
+NAME_WORDS = frozenset(
     stem(word)
     for word in word_set(
         "name names named naming prefix prefixed prefixes suffix suffixed suffixes called "
@@ -497,7 +497,7 @@ def naming(
     """The same names start (or end) with something else, or follow another case style:
     between two sentences about names ("started working on the docs" is about no name)."""
     context = _shared(words_a, words_b, common)
-    if not context or not (words_a & NAMING) or not (words_b & NAMING):
+    if not context or not (words_a & NAME_WORDS) or not (words_b & NAME_WORDS):
         return None
     for left in _AFFIX.finditer(a.text):
         for right in _AFFIX.finditer(b.text):
