@@ -97,7 +97,9 @@ class MemoryPair(models.Model):
     status = models.CharField(max_length=16, choices=PairStatus, default=PairStatus.OPEN)
     similarity = models.FloatField(default=0.0)
     # How likely times how consequential (knowledge.keep.priority): the queue's order.
-    priority = models.FloatField(default=0.0)
+    # A database default too: a process of the previous release, still writing pairs while
+    # this one migrates, leaves the column to it.
+    priority = models.FloatField(default=0.0, db_default=0.0)
     evidence = models.JSONField(default=dict, blank=True)
     # The words judged: the memories' content hashes when the pair was found or decided.
     first_hash = models.CharField(max_length=64)

@@ -127,6 +127,17 @@ HARM = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=16384)
+def _all(pattern: re.Pattern[str], text: str) -> tuple[re.Match[str], ...]:
+    """A pattern's matches in a sentence, found once: a sentence is compared with many."""
+    return tuple(pattern.finditer(text))
+
+
+def _first(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    found = _all(pattern, text)
+    return found[0] if found else None
+
+
 def _words(sentence: Sentence) -> set[str]:
     """The stems of a sentence's words that carry meaning; a path or a dotted name gives
     its parts too ("log/slog" says "slog")."""
@@ -240,9 +251,9 @@ def _token_at(sentence: Sentence, offset: int) -> int:
 def polarity(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | None:
     """``a`` forbids an action that ``b`` does or prescribes, on the same thing (not one
     that says it does harm: "module-level calls slow the parser" agrees with "don't")."""
-    if _NEGATED.search(b.text) or words_b & HARM:
+    if _first(_NEGATED, b.text) or words_b & HARM:
         return None
-    for match in _PROHIBIT.finditer(a.text):
+    for match in _all(_PROHIBIT, a.text):
         at = _token_at(a, a.start + match.end())
         groups, thing, last = _action(a, at)
         if not groups or thing is None or thing not in words_b:
@@ -264,9 +275,9 @@ _ABSENT = re.compile(
 def absent(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | None:
     """``a`` says a named thing is not installed, used or supported where ``b`` relies on
     it ("pytest is not a dependency" / "run tests with pytest")."""
-    if _NEGATED.search(b.text):
+    if _first(_NEGATED, b.text):
         return None
-    for match in _ABSENT.finditer(a.text):
+    for match in _all(_ABSENT, a.text):
         said = match.group("name").split()
         names = [
             stem(word.lower())
@@ -296,7 +307,8 @@ _DENY_AFTER = re.compile(
 )
 
 
-def denied(text: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def denied(text: str) -> frozenset[str]:
     """The stems a text denies in so many words: after "don't", "never", "not", "no
     longer", "instead of" (up to four words on), or before "is not", "was removed", "was
     dropped" (not what a bug report mentions: "fixes a bug with X" denies nothing)."""
@@ -305,7 +317,7 @@ def denied(text: str) -> set[str]:
         for match in pattern.finditer(text):
             for word in match.group(1).split():
                 found |= _words_of(word.strip("`'.,:").lower())
-    return found
+    return frozenset(found)
 
 
 _SETTING = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*[A-Za-z_0-9])\s*=\s*[\"']?([\w-]+(?:\.[\w-]+)*)")
@@ -323,9 +335,9 @@ def settings(a: Sentence, b: Sentence, whole_a: str = "", whole_b: str = "") -> 
     """The same setting given another value (``catchup=False`` / ``catchup=True``), where
     neither memory gives it the other's value anywhere (``whole_a``, ``whole_b``: their
     texts)."""
-    right = {m.group(1).lower(): m for m in _SETTING.finditer(b.text)}
+    right = {m.group(1).lower(): m for m in _all(_SETTING, b.text)}
     values_a, values_b = _values(whole_a or a.text), _values(whole_b or b.text)
-    for left in _SETTING.finditer(a.text):
+    for left in _all(_SETTING, a.text):
         name = left.group(1).lower()
         other = right.get(name)
         if other is None:
@@ -397,7 +409,7 @@ def exclusivity(
     common: frozenset[str],
 ) -> Finding | None:
     """``a`` says only X where ``b`` names something else in X's place, or X and more."""
-    match = _ONLY.search(a.text)
+    match = _first(_ONLY, a.text)
     if not match:
         return None
     said = match.group("after") or match.group("before") or ""
@@ -411,7 +423,7 @@ def exclusivity(
         t for t in b.tokens[1:]
         if _name_like(t.text) and stem(t.word) not in words_a and t.word not in STOPWORDS
     ]  # fmt: skip
-    if (only in words_b and _MORE.search(b.text) and others) or (only not in words_b and others):
+    if (only in words_b and _first(_MORE, b.text) and others) or (only not in words_b and others):
         other = others[0]
     else:
         return None
@@ -442,10 +454,10 @@ def inclusive(
     """``a`` says one alone does a thing ("only owners can merge", "created by the
     matchmaker alone") where ``b`` has any, every or another do it too ("anyone can merge",
     "the game server creates its own")."""
-    only, more = _EXCLUSIVE.search(a.text), _INCLUSIVE.search(b.text)
-    if only is None or more is None or _EXCLUSIVE.search(b.text):
+    only, more = _first(_EXCLUSIVE, a.text), _first(_INCLUSIVE, b.text)
+    if only is None or more is None or _first(_EXCLUSIVE, b.text):
         return None
-    if _EXCEPT.search(a.text) or _EXCEPT.search(b.text):
+    if _first(_EXCEPT, a.text) or _first(_EXCEPT, b.text):
         return None  # "all but X", "every one except X": the exception is said
     # What "only" restricts, said by the other side too: the same restriction in other
     # words ("only mutated on the main actor" / "all updates happen on the main actor").
@@ -499,8 +511,8 @@ def naming(
     context = _shared(words_a, words_b, common)
     if not context or not (words_a & NAME_WORDS) or not (words_b & NAME_WORDS):
         return None
-    for left in _AFFIX.finditer(a.text):
-        for right in _AFFIX.finditer(b.text):
+    for left in _all(_AFFIX, a.text):
+        for right in _all(_AFFIX, b.text):
             if _anchor(left) != _anchor(right):
                 continue
             what_a = _content(_what(left))

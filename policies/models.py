@@ -19,7 +19,10 @@ class JobState(models.Model):
     last_complete = models.BooleanField(default=True)
     # What the last run looked at and why it changed what it did (the walk for conflicts:
     # pairs compared, and why each was or was not opened), for the review pages.
-    last_report = models.JSONField(default=dict, blank=True)
+    # (A database default too, for a process of the previous release during a deploy.)
+    last_report = models.JSONField(
+        default=dict, blank=True, db_default=models.Value({}, output_field=models.JSONField())
+    )
 
     class Meta:
         ordering = ["name"]

@@ -36,7 +36,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="memorypair",
             name="priority",
-            field=models.FloatField(default=0.0),
+            field=models.FloatField(default=0.0, db_default=0.0),
         ),
         migrations.AddIndex(
             model_name="memorypair",
