@@ -52,16 +52,19 @@ def rest_of_the_api(alpha):
     tuesday = MemoryFactory(project=project, content="Deploy on Tuesdays only.", tags=["deploy"])
     friday = MemoryFactory(project=project, content="Deploy on Fridays only.", tags=["deploy"])
     first, second = sorted([tuesday, friday], key=lambda m: m.pk)
-    pair = MemoryPair.objects.create(
-        project=project,
+    # Found as they were written (another day of the week), or made here.
+    pair, _ = MemoryPair.objects.get_or_create(
         first_id=first.pk,
         second_id=second.pk,
-        kind="conflict",
-        similarity=0.9,
-        evidence={},
-        first_hash=first.content_hash,
-        second_hash=second.content_hash,
-        found_by="tests",
+        defaults={
+            "project": project,
+            "kind": "conflict",
+            "similarity": 0.9,
+            "evidence": {},
+            "first_hash": first.content_hash,
+            "second_hash": second.content_hash,
+            "found_by": "tests",
+        },
     )
     return cached, pair, first, second
 
