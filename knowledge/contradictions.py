@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from knowledge import rules
+from knowledge import polarity, rules
 from knowledge.claims import split
 from knowledge.reading import (
     NEGATORS,
@@ -41,6 +41,8 @@ from knowledge.reading import (
     stem,
     word_set,
 )
+from knowledge.said import Read
+from knowledge.scopes import SCOPE_STEMS, other_scope
 
 REPEAT = "repeat"
 CONFLICT = "conflict"
@@ -98,39 +100,11 @@ OPPOSITES: dict[str, frozenset[str]] = {}
 for _left, _right in _OPPOSITES:
     OPPOSITES[_left] = OPPOSITES.get(_left, frozenset()) | {_right}
     OPPOSITES[_right] = OPPOSITES.get(_right, frozenset()) | {_left}
-# Words that name where a claim holds: two claims for different ones of these are about
-# different scopes, not opposite claims.
-SCOPES = word_set(
-    "staging stage production prod dev development test testing qa ci local preview "
-    "sandbox canary live beta alpha nightly ios android web mobile desktop linux windows "
-    "macos mac darwin arm arm64 x86 amd64 server client frontend backend admin internal "
-    "external public private read write reads writes primary replica leader follower eu "
-    "us asia weekday weekend weekdays weekends night day monday tuesday wednesday "
-    "thursday friday saturday sunday"
-)
 # Verbs and prepositions before the thing a memory prescribes: "use X", "prefer X", ...
 PRESCRIBE = word_set(
     "use uses using prefer prefers preferred choose chose pick adopt adopted rely relies via "
     "switch switched migrate migrated move moved replace replaced"
 )
-
-
-SCOPE_STEMS = frozenset(stem(word) for word in SCOPES)
-# Spellings of the same scope.
-_SAME_SCOPE = {
-    "prod": "production",
-    "stage": "staging",
-    "stag": "staging",
-    "dev": "development",
-    "develop": "development",
-    "testing": "test",
-    "mac": "macos",
-    "darwin": "macos",
-    "amd64": "x86",
-    "arm64": "arm",
-    "read": "reads",
-    "write": "writes",
-}
 
 
 @dataclass(frozen=True)
@@ -144,55 +118,6 @@ class Verdict:
 
 def _said(words: Words) -> str:
     return words.text if len(words.text) <= 120 else words.text[:119] + "…"
-
-
-def _scopes(words: Words) -> set[str]:
-    return {_SAME_SCOPE.get(word, word) for word in words.content & SCOPE_STEMS}
-
-
-def _other_scope(a: Words, b: Words, *, times: bool = True) -> bool:
-    """Whether the two speak of different scopes: another environment, platform or path, or
-    a default against a scope's own setting. ``times``: days and times of day count as
-    scopes (not when schedules are what is compared)."""
-    scopes_a, scopes_b = _scopes(a), _scopes(b)
-    if not times:
-        scopes_a, scopes_b = scopes_a - TIME_SCOPES, scopes_b - TIME_SCOPES
-    if (scopes_a - scopes_b) and (scopes_b - scopes_a):
-        return True
-    if (scopes_a ^ scopes_b) and "default" in (a.content | b.content):
-        return True
-    only_a, only_b = a.content - b.content, b.content - a.content
-    # Other places of one tree (src/api/ and src/web/); "Party.join/2" is no place.
-    paths_a = {t.split("/")[0] for t in only_a if "/" in t.strip("/") and _place(t)}
-    paths_b = {t.split("/")[0] for t in only_b if "/" in t.strip("/") and _place(t)}
-    if paths_a & paths_b:
-        return True
-    # Another command or code named on each side (`tool deploy` / `tool rollback`).
-    code_a, code_b = set(_CODE.findall(a.text)), set(_CODE.findall(b.text))
-    return bool(code_a and code_b and code_a.isdisjoint(code_b) and _commands(code_a, code_b))
-
-
-_CODE = re.compile(r"`([^`]+)`")
-TIME_SCOPES = frozenset(
-    stem(word)
-    for word in word_set(
-        "weekday weekend weekdays weekends night day monday tuesday wednesday thursday "
-        "friday saturday sunday"
-    )
-)
-
-
-def _place(token: str) -> bool:
-    """A path to a file or a folder, not a name with a slash (an arity, a fraction)."""
-    last = token.rstrip("/").rsplit("/", 1)[-1]
-    return bool(last) and not last.isdigit()
-
-
-def _commands(code_a: set[str], code_b: set[str]) -> bool:
-    """Two sets of code spans that name the same program with other subcommands."""
-    heads_a = {code.split()[0] for code in code_a if len(code.split()) > 1}
-    heads_b = {code.split()[0] for code in code_b if len(code.split()) > 1}
-    return bool(heads_a & heads_b)
 
 
 def _choices(a: Words, b: Words, *, whole: bool, names_only: bool = False) -> list[dict[str, str]]:
@@ -310,7 +235,7 @@ def compare(
         if _reports(a) and _reports(b)
         else _findings(a, b, common, measured_only=not close, close=score >= similarity)
     )
-    if close and not (_reports(a) and _reports(b)) and not _other_scope(whole_a, whole_b):
+    if close and not (_reports(a) and _reports(b)) and not other_scope(whole_a, whole_b):
         findings += _denied_names(a, b, whole_a, whole_b, common)
     if close and not (_reports(a) and _reports(b)):
         findings += _choice_findings(
@@ -367,19 +292,19 @@ def _findings(
     a: str, b: str, common: frozenset[str], *, measured_only: bool = False, close: bool = False
 ) -> list[rules.Finding]:
     """The class rules over every two sentences about the same thing (one from each)."""
-    left, right = rules.Read.of(a), rules.Read.of(b)
+    left, right = Read.of(a), Read.of(b)
     found: list[rules.Finding] = []
     for one, words_a, said_a in zip(left.sentences, left.words, left.said, strict=True):
         for other, words_b, said_b in zip(right.sentences, right.words, right.said, strict=True):
             shared = (words_a & words_b) - common
-            if _other_scope(said_a.reading, said_b.reading, times=False):
+            if other_scope(said_a.reading, said_b.reading, times=False):
                 continue
             aligned = len(shared) >= ALIGNED_WORDS
             # Versions of one product, quantities and schedules of one thing: their own
             # reading says what they are about.
             strong = len(shared) >= STRONGLY_ALIGNED
             found += rules.measured(said_a, said_b, aligned, close, strong)
-            scoped = _other_scope(said_a.reading, said_b.reading)
+            scoped = other_scope(said_a.reading, said_b.reading)
             if not scoped:
                 # A naming rule names its subject too ("branch names start with ...").
                 naming = rules.naming(one, other, words_a, words_b, common)
@@ -387,12 +312,12 @@ def _findings(
             if not aligned or measured_only or scoped:
                 continue
             for finding in (
-                rules.polarity(one, other, words_b),
-                _flipped(rules.polarity(other, one, words_a)),
-                rules.absent(one, other, words_b),
-                _flipped(rules.absent(other, one, words_a)),
-                rules.settings(one, other, a, b),
-                rules.opposites(one, other, words_a, words_b, common),
+                polarity.polarity(one, other, words_b),
+                _flipped(polarity.polarity(other, one, words_a)),
+                polarity.absent(one, other, words_b),
+                _flipped(polarity.absent(other, one, words_a)),
+                polarity.settings(one, other, a, b),
+                polarity.opposites(one, other, words_a, words_b, common),
                 rules.exclusivity(one, other, words_a, words_b, common),
                 rules.inclusive(one, other, words_a, words_b, common),
                 _flipped(rules.inclusive(other, one, words_b, words_a, common)),
@@ -420,7 +345,9 @@ def _denied_names(
     for denier, other, flip in ((whole_a, whole_b, False), (whole_b, whole_a, True)):
         denied = [
             word
-            for word in sorted(rules.denied(denier.text) & other.asserted & names - other.negated)
+            for word in sorted(
+                polarity.denied(denier.text) & other.asserted & names - other.negated
+            )
             if _relied_on(other.text, word)
         ]
         if denied:
@@ -438,7 +365,7 @@ def _relied_on(text: str, word: str) -> bool:
     """Whether a sentence of ``text`` says ``word`` with no harm and no denial beside it."""
     for sentence in sentences(text):
         said = read(sentence)
-        if word in said.content and not said.denies and not (said.content & rules.HARM):
+        if word in said.content and not said.denies and not (said.content & polarity.HARM):
             return True
     return False
 
@@ -456,7 +383,7 @@ def _choice_findings(
 ) -> list[rules.Finding]:
     """A declared change or a swapped prescription (``_choices``), with the sentences that
     say them as spans."""
-    if _other_scope(whole_a, whole_b):
+    if other_scope(whole_a, whole_b):
         return []
     found = []
     for choice in _choices(whole_a, whole_b, whole=True, names_only=names_only):

@@ -1,0 +1,251 @@
+"""Polarity: one memory forbids what the other does or relies on, in so many words or in
+other words of the same action; a name one side denies and the other relies on; opposite
+words beside the same thing; a setting given another value. Pure (knowledge.rules has the
+other classes and the findings)."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from knowledge.claims import Sentence
+from knowledge.reading import STOPWORDS, stem, word_set
+from knowledge.rules import CHOICE, POLARITY, QUANTITY, Finding
+from knowledge.said import all_matches, first_match, name_like, shared, words_of
+
+# Words that say a thing does harm: a memory that says so of X agrees with one that says
+# "don't X", it does not rely on X.
+HARM = frozenset(
+    stem(word)
+    for word in word_set(
+        "slow slows slowed revert reverted hang hangs break breaks broke broken leak leaks "
+        "error errors problem issue bug wrong bad stale duplicate duplicates lose lost loses "
+        "corrupt corrupts timeout risk careful beware caution danger dangerous expensive "
+        "costly deadlock deadlocks race fail fails failed crash crashes crashed"
+    )
+)
+
+
+# Verbs that do the same to a thing: a prohibition of one is contradicted by another.
+_SAME_ACTION = [
+    "write writ fill populate store save set put cache persist insert update",
+    "read fetch load get query look",
+    "call invoke hit use request",
+    "run execute start launch spawn trigger schedule",
+    "delete remove drop purge truncate clear wipe",
+    "create add insert make generate",
+    "commit push merge deploy release ship publish",
+    "log print emit record",
+    "block wait sleep",
+    "retry rerun repeat",
+    "import depend require",
+    "share expose return send",
+    "mock stub fake patch",
+    "enable set turn activate switch",
+]
+ACTION: dict[str, set[int]] = {}
+for _group, _said in enumerate(_SAME_ACTION):
+    for _word in _said.split():
+        ACTION.setdefault(stem(_word), set()).add(_group)
+
+_PROHIBIT = re.compile(
+    r"\b(?:never|do\s+not|don't|does\s+not|doesn't|must\s+not|mustn't|should\s+not|"
+    r"shouldn't|cannot|can't|may\s+not|avoid(?:s|ing)?|no\s+longer|not\s+allowed\s+to|"
+    r"forbidden\s+to|(?:is|are)\s+not\s+(?:allowed|permitted)\s+to|stop(?:ped)?|without)\b",
+    re.I,
+)
+_NEGATED = re.compile(r"\b(?:not|never|no|don't|doesn't|isn't|aren't|cannot|can't|without)\b", re.I)
+_OPPOSITE_PAIRS = [
+    ("enabl", "disabl"), ("allow", "forbid"), ("allow", "deny"), ("allow", "block"),
+    ("sync", "async"), ("synchronous", "asynchronous"), ("requir", "optional"),
+    ("mandatory", "optional"), ("always", "never"), ("public", "private"),
+    ("lazy", "eager"), ("lazily", "eagerly"), ("inclusive", "exclusive"), ("on", "off"),
+    ("accept", "reject"), ("include", "exclude"), ("includ", "exclud"), ("strict", "lenient"),
+    ("mutable", "immutable"), ("manual", "automatic"), ("manually", "automatically"),
+    ("sequential", "parallel"), ("serial", "parallel"), ("blocking", "non-blocking"),
+    ("incremental", "full"), ("before", "after"), ("over", "under"), ("must", "optional"),
+    ("enabl", "off"), ("on", "disabl"),
+]  # fmt: skip
+OPPOSITE: dict[str, set[str]] = {}
+for _left, _right in _OPPOSITE_PAIRS:
+    OPPOSITE.setdefault(_left, set()).add(_right)
+    OPPOSITE.setdefault(_right, set()).add(_left)
+
+
+def _action(sentence: Sentence, after: int) -> tuple[set[int], str | None, int]:
+    """After a prohibition: the action (its groups), the thing it acts on first (its
+    object's stem), and the index of the last token read."""
+    groups: set[int] = set()
+    last = after
+    for index in range(after, min(len(sentence.tokens), after + 6)):
+        word = sentence.tokens[index].word
+        if word in STOPWORDS or word in ("not", "no"):
+            continue
+        last = index
+        if not groups:
+            groups = ACTION.get(stem(word), set())
+            if not groups:
+                return groups, None, last
+            continue
+        return groups, stem(word), last
+    return groups, None, last
+
+
+def _token_at(sentence: Sentence, offset: int) -> int:
+    for index, token in enumerate(sentence.tokens):
+        if token.end > offset:
+            return index
+    return len(sentence.tokens) - 1
+
+
+def polarity(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | None:
+    """``a`` forbids an action that ``b`` does or prescribes, on the same thing (not one
+    that says it does harm: "module-level calls slow the parser" agrees with "don't")."""
+    if first_match(_NEGATED, b.text) or words_b & HARM:
+        return None
+    for match in all_matches(_PROHIBIT, a.text):
+        at = _token_at(a, a.start + match.end())
+        groups, thing, last = _action(a, at)
+        if not groups or thing is None or thing not in words_b:
+            continue
+        if any(ACTION.get(stem(token.word), set()) & groups for token in b.tokens):
+            first = (a.start + match.start(), a.tokens[last].end)
+            return Finding(POLARITY, thing, first, (b.start, b.tokens[-1].end))
+    return None
+
+
+_ABSENT = re.compile(
+    r"(?P<name>(?:[\w./@+-]+\s+){0,2}[\w./@+-]+)\s+(?:is|are|was|were)(?:\s+not|n't)\s+"
+    r"(?:installed|used|available|supported|a\s+dependency|present|enabled|allowed|needed|"
+    r"required|in\s+use)\b",
+    re.I,
+)
+
+
+def absent(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | None:
+    """``a`` says a named thing is not installed, used or supported where ``b`` relies on
+    it ("pytest is not a dependency" / "run tests with pytest")."""
+    if first_match(_NEGATED, b.text):
+        return None
+    for match in all_matches(_ABSENT, a.text):
+        said = match.group("name").split()
+        names = [
+            stem(word.lower())
+            for n, word in enumerate(said)
+            if word.lower() not in STOPWORDS and (name_like(word) or n == len(said) - 1)
+        ]
+        if names and all(name in words_b for name in names):
+            where = next(t for t in b.tokens if names[-1] in words_of(t.word))
+            return Finding(
+                POLARITY,
+                " ".join(names),
+                (a.start + match.start(), a.start + match.end()),
+                (where.start, where.end),
+            )
+    return None
+
+
+_DENY_BEFORE = re.compile(
+    r"\b(?:don't|do\s+not|does\s+not|doesn't|never|not|no|no\s+longer|without|avoid|"
+    r"stop\s+using|instead\s+of|rather\s+than)\s+((?:[\w`'./@:-]+\s+){0,3}?[\w`'./@:-]+)",
+    re.I,
+)
+_DENY_AFTER = re.compile(
+    r"([\w`'./@:-]+(?:\s+[\w`'./@:-]+)?)\s+(?:is|are|was|were|has\s+been|have\s+been|got)\s+"
+    r"(?:not\b|no\s+longer|removed|dropped|deprecated|gone|banned|disabled|retired)",
+    re.I,
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def denied(text: str) -> frozenset[str]:
+    """The stems a text denies in so many words: after "don't", "never", "not", "no
+    longer", "instead of" (up to four words on), or before "is not", "was removed", "was
+    dropped" (not what a bug report mentions: "fixes a bug with X" denies nothing)."""
+    found: set[str] = set()
+    for pattern in (_DENY_BEFORE, _DENY_AFTER):
+        for match in pattern.finditer(text):
+            for word in match.group(1).split():
+                found |= words_of(word.strip("`'.,:").lower())
+    return frozenset(found)
+
+
+_SETTING = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*[A-Za-z_0-9])\s*=\s*[\"']?([\w-]+(?:\.[\w-]+)*)")
+_BOOLEAN = {"true", "false", "on", "off", "yes", "no", "enabled", "disabled"}
+
+
+def _values(text: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for match in _SETTING.finditer(text):
+        found.setdefault(match.group(1).lower(), set()).add(match.group(2).lower())
+    return found
+
+
+def settings(a: Sentence, b: Sentence, whole_a: str = "", whole_b: str = "") -> Finding | None:
+    """The same setting given another value (``catchup=False`` / ``catchup=True``), where
+    neither memory gives it the other's value anywhere (``whole_a``, ``whole_b``: their
+    texts)."""
+    right = {m.group(1).lower(): m for m in all_matches(_SETTING, b.text)}
+    values_a, values_b = _values(whole_a or a.text), _values(whole_b or b.text)
+    for left in all_matches(_SETTING, a.text):
+        name = left.group(1).lower()
+        other = right.get(name)
+        if other is None:
+            continue
+        value_a, value_b = left.group(2).lower(), other.group(2).lower()
+        if value_a == value_b or values_a.get(name, set()) & values_b.get(name, set()):
+            continue
+        kind = POLARITY if value_a in _BOOLEAN and value_b in _BOOLEAN else CHOICE
+        if kind == CHOICE and value_a.replace(".", "").isdigit():
+            kind = QUANTITY
+        return Finding(
+            kind,
+            left.group(1),
+            (a.start + left.start(), a.start + left.end()),
+            (b.start + other.start(), b.start + other.end()),
+        )
+    return None
+
+
+def opposites(
+    a: Sentence,
+    b: Sentence,
+    words_a: frozenset[str],
+    words_b: frozenset[str],
+    common: frozenset[str],
+) -> Finding | None:
+    """Opposite words in two sentences that otherwise say the same ("X is enabled in
+    staging" / "X is disabled in staging")."""
+    # Opposites may be words too common to carry meaning alone ("on", "off").
+    said_a = words_a | {stem(t.word) for t in a.tokens}
+    said_b = words_b | {stem(t.word) for t in b.tokens}
+    only_a, only_b = said_a - said_b, said_b - said_a
+    rest = shared(words_a, words_b, common)
+    if len(rest) < 2:
+        return None
+    # Much in common, or the opposite words beside the same thing on both sides ("with phased
+    # release enabled" / "phased release is off").
+    alike = len(rest) >= 0.5 * min(len(words_a), len(words_b)) - 1
+    for word in sorted(only_a):
+        other = OPPOSITE.get(word, set()) & only_b
+        if not other:
+            continue
+        found = sorted(other)[0]
+        at_a = next(i for i, t in enumerate(a.tokens) if stem(t.word) == word)
+        at_b = next(i for i, t in enumerate(b.tokens) if stem(t.word) == found)
+        near = _near(a, at_a) & _near(b, at_b) & rest
+        if alike or near:
+            left, right = a.tokens[at_a], b.tokens[at_b]
+            return Finding(
+                POLARITY,
+                " ".join(sorted(near or rest))[:80],
+                (left.start, left.end),
+                (right.start, right.end),
+            )
+    return None
+
+
+def _near(sentence: Sentence, at: int, reach: int = 3) -> set[str]:
+    """The stems within ``reach`` tokens of token ``at``."""
+    tokens = sentence.tokens[max(0, at - reach) : at + reach + 1]
+    return {word for token in tokens for word in words_of(token.word)}

@@ -1,0 +1,113 @@
+"""A memory read for comparison, sentence by sentence: each sentence's words that carry
+meaning and what it claims by class (quantities, versions, schedules), read once and kept
+with the text (a memory is compared with several candidates), and the small readings the
+rules share. Pure."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+
+from knowledge import claims, schedules, versions
+from knowledge.claims import Sentence, split
+from knowledge.reading import STOPWORDS, Words, read, stem
+
+
+@dataclass
+class Read:
+    """A memory's sentences with what each claims, each read once (a memory is compared
+    with several candidates: ``of`` keeps the latest texts read)."""
+
+    text: str
+    sentences: list[Sentence]
+    words: list[frozenset[str]] = field(default_factory=list)
+    said: list[Said] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, text: str) -> Read:
+        return _read(text)
+
+
+@dataclass
+class Said:
+    """What one sentence claims, by class, read when first asked."""
+
+    sentence: Sentence
+    _versions: list[versions.Version] | None = None
+    _schedules: list[schedules.Schedule] | None = None
+    _quantities: list[claims.Quantity] | None = None
+    _reading: Words | None = None
+
+    @property
+    def versions(self) -> list[versions.Version]:
+        if self._versions is None:
+            self._versions = versions.versions(self.sentence)
+        return self._versions
+
+    @property
+    def schedules(self) -> list[schedules.Schedule]:
+        if self._schedules is None:
+            self._schedules = schedules.schedules(self.sentence)
+        return self._schedules
+
+    @property
+    def quantities(self) -> list[claims.Quantity]:
+        if self._quantities is None:
+            self._quantities = claims.quantities(self.sentence)
+        return self._quantities
+
+    @property
+    def reading(self) -> Words:
+        if self._reading is None:
+            self._reading = read(self.sentence.text)
+        return self._reading
+
+
+@functools.lru_cache(maxsize=4096)
+def _read(text: str) -> Read:
+    sentences = split(text)
+    return Read(
+        text,
+        sentences,
+        [frozenset(sentence_words(s)) for s in sentences],
+        [Said(s) for s in sentences],
+    )
+
+
+@functools.lru_cache(maxsize=16384)
+def all_matches(pattern: re.Pattern[str], text: str) -> tuple[re.Match[str], ...]:
+    """A pattern's matches in a sentence, found once: a sentence is compared with many."""
+    return tuple(pattern.finditer(text))
+
+
+def first_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    found = all_matches(pattern, text)
+    return found[0] if found else None
+
+
+def sentence_words(sentence: Sentence) -> set[str]:
+    """The stems of a sentence's words that carry meaning; a path or a dotted name gives
+    its parts too ("log/slog" says "slog")."""
+    return {word for token in sentence.tokens for word in words_of(token.word)}
+
+
+def words_of(token: str) -> set[str]:
+    return {
+        stem(word)
+        for word in {token, *re.split(r"[/.:]+", token)}
+        if word and word[:1].isalpha() and word not in STOPWORDS and len(word) > 1
+    }
+
+
+def shared(a: frozenset[str], b: frozenset[str], common: frozenset[str]) -> set[str]:
+    return set(a & b) - common
+
+
+def name_like(word: str) -> bool:
+    """A name, not a plain word: capitals, or the marks of an identifier, path or package."""
+    return (
+        word[:1].isupper()
+        or any(ch in word for ch in "._/@")
+        or (any(ch.isupper() for ch in word[1:]) and word.isalnum())
+    )

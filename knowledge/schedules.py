@@ -1,0 +1,163 @@
+"""Schedules: how often and when a thing runs (every six hours, nightly, at 02:00, on
+Tuesdays, a cron line), compared field by field where both say it. Pure."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from knowledge.claims import NUMBER_WORDS, Sentence, meaningful
+from knowledge.reading import stem, word_set
+
+_DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_DAY = {day[:3]: n for n, day in enumerate(_DAYS)} | {day: n for n, day in enumerate(_DAYS)}
+_PERIODS = {"hourly": 3600, "daily": 86400, "nightly": 86400, "weekly": 604800,
+            "monthly": 2592000, "night": 86400, "day": 86400, "hour": 3600, "week": 604800,
+            "minute": 60, "month": 2592000, "morning": 86400, "evening": 86400}  # fmt: skip
+_CRON = re.compile(
+    r"(?<![\w*/,-])([\d*/,-]+)\s+([\d*/,-]+)\s+([\d*/,?LW-]+)\s+([\d*/,a-zA-Z-]+)\s+([\d*/,a-zA-Z?#L-]+)(?![\w*/,-])"
+)
+_CLOCK = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*(am|pm)\b|\b(\d{1,2}):(\d{2})\b", re.I)
+
+
+_CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+
+
+def _cron_fields(fields: Sequence[str]) -> bool:
+    """Five fields a cron line could hold: each a star, a step or numbers in its range."""
+    if not any(ch.isdigit() for ch in "".join(fields)) or not any("*" in f for f in fields):
+        return False
+    for text, (low, high) in zip(fields, _CRON_RANGES, strict=True):
+        for piece in text.split(","):
+            piece = piece.removeprefix("*/").removeprefix("*")
+            for bound in filter(None, piece.split("-")):
+                if bound.isdigit() and not low <= int(bound) <= high:
+                    return False
+                if not bound.isdigit() and not bound.isalpha():
+                    return False
+    return True
+
+
+# Words of a schedule that say nothing of what runs on it.
+_NOT_SUBJECTS = word_set("every am pm utc gmt cet cron reset resets run runs job jobs")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    period: float | None  # seconds between runs
+    times: frozenset[int]  # minutes after midnight
+    days: frozenset[int]  # 0 = Monday
+    subject: frozenset[str]
+    span: tuple[int, int]
+
+
+def schedules(sentence: Sentence) -> list[Schedule]:
+    text = sentence.text
+    lowered = text.lower()
+    period: float | None = None
+    times: set[int] = set()
+    days: set[int] = set()
+    spans: list[tuple[int, int]] = []
+    for match in _CRON.finditer(text):
+        fields = match.groups()
+        if not _cron_fields(fields):
+            continue
+        minute, hour, _, _, weekday = fields
+        if hour.startswith("*/") and hour[2:].isdigit():
+            period = int(hour[2:]) * 3600
+        elif minute.startswith("*/") and minute[2:].isdigit():
+            period = int(minute[2:]) * 60
+        elif hour.isdigit() and minute.isdigit():
+            times.add(int(hour) * 60 + int(minute))
+            period = 86400 if weekday == "*" else 604800
+        elif hour == "*" and minute.isdigit():
+            period = 3600
+        if weekday not in ("*", "?"):
+            for piece in weekday.split(","):
+                if piece.isdigit():
+                    days.add((int(piece) - 1) % 7)
+                elif piece.lower()[:3] in _DAY:
+                    days.add(_DAY[piece.lower()[:3]])
+        spans.append((sentence.start + match.start(), sentence.start + match.end()))
+    for match in re.finditer(
+        r"\bevery\s+(?:(\d+|[a-z]+)\s+)?(minutes?|hours?|days?|weeks?|months?|nights?|mornings?)\b",
+        lowered,
+    ):
+        count, unit = match.groups()
+        n = 1.0
+        if count:
+            n = float(count) if count.isdigit() else float(NUMBER_WORDS.get(count, 1))
+        period = n * _PERIODS[unit.rstrip("s")]
+        spans.append((sentence.start + match.start(), sentence.start + match.end()))
+    for match in re.finditer(
+        r"\b(hourly|daily|nightly|weekly|monthly|each night|each day)\b", lowered
+    ):
+        word = match.group(1).split()[-1]
+        period = period or _PERIODS[word]
+        spans.append((sentence.start + match.start(), sentence.start + match.end()))
+    for match in re.finditer(
+        r"\b(once|twice|thrice|\w+\s+times|\w+\s+\w+)\s+(?:a|per|each)\s+(day|hour|week|night)\b",
+        lowered,
+    ):
+        said, unit = match.groups()
+        first = said.split()[0]
+        times_a = {"once": 1, "twice": 2, "thrice": 3}.get(first) or NUMBER_WORDS.get(first)
+        if times_a is None and first.isdigit():
+            times_a = int(first)
+        if times_a:
+            period = _PERIODS[unit] / float(times_a)
+            spans.append((sentence.start + match.start(), sentence.start + match.end()))
+    for match in re.finditer(r"\b(midnight|noon)\b", lowered):
+        times.add(0 if match.group(1) == "midnight" else 720)
+        spans.append((sentence.start + match.start(), sentence.start + match.end()))
+    for match in _CLOCK.finditer(text):
+        if match.group(3):
+            hour = int(match.group(1)) % 12 + (12 if match.group(3).lower() == "pm" else 0)
+            minute = int(match.group(2) or 0)
+        else:
+            hour, minute = int(match.group(4)), int(match.group(5))
+        if (
+            hour < 24
+            and minute < 60
+            and not _CRON.search(text[max(0, match.start() - 3) : match.end() + 3] + " x x x")
+        ):
+            times.add(hour * 60 + minute)
+            spans.append((sentence.start + match.start(), sentence.start + match.end()))
+    for match in re.finditer(
+        r"\b(?:on\s+)?(mon|tue|wed|thu|fri|sat|sun)[a-z]*(?:day)?s?\b(?:\s*(?:-|to|through)\s*(mon|tue|wed|thu|fri|sat|sun)[a-z]*)?",
+        lowered,
+    ):
+        first, last = match.groups()
+        if match.group(0).strip() in ("mon", "sun", "sat") and not match.group(0).startswith("on"):
+            continue
+        start = _DAY[first]
+        end = _DAY[last] if last else start
+        days.update(range(start, end + 1) if end >= start else [start])
+        spans.append((sentence.start + match.start(), sentence.start + match.end()))
+    if re.search(r"\bweekdays\b", lowered):
+        days.update(range(5))
+    if re.search(r"\bweekends?\b", lowered):
+        days.update((5, 6))
+    if not spans:
+        return []
+    if days and period is None and not times:
+        period = 604800
+    subject = frozenset(
+        stem(t.word)
+        for t in sentence.tokens
+        if meaningful(t.word)
+        and t.word not in _PERIODS
+        and t.word[:3] not in _DAY
+        and t.word not in _NOT_SUBJECTS
+    )
+    span = (min(s for s, _ in spans), max(e for _, e in spans))
+    return [Schedule(period, frozenset(times), frozenset(days), subject, span)]
+
+
+def schedules_disagree(a: Schedule, b: Schedule) -> bool:
+    if a.period is not None and b.period is not None and a.period != b.period:
+        return True
+    if a.times and b.times and a.times.isdisjoint(b.times):
+        return True
+    return bool(a.days and b.days and a.days.isdisjoint(b.days))

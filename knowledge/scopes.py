@@ -1,0 +1,92 @@
+"""Where a claim holds: two claims for different environments, platforms, places of one
+tree or subcommands are about different scopes, not opposite claims ("staging uses 2
+replicas" / "production uses 6"), and neither is a default against a scope's own setting.
+Pure."""
+
+from __future__ import annotations
+
+import re
+
+from knowledge.reading import Words, stem, word_set
+
+# Words that name where a claim holds: two claims for different ones of these are about
+# different scopes, not opposite claims.
+SCOPES = word_set(
+    "staging stage production prod dev development test testing qa ci local preview "
+    "sandbox canary live beta alpha nightly ios android web mobile desktop linux windows "
+    "macos mac darwin arm arm64 x86 amd64 server client frontend backend admin internal "
+    "external public private read write reads writes primary replica leader follower eu "
+    "us asia weekday weekend weekdays weekends night day monday tuesday wednesday "
+    "thursday friday saturday sunday"
+)
+
+
+SCOPE_STEMS = frozenset(stem(word) for word in SCOPES)
+
+
+# Spellings of the same scope.
+_SAME_SCOPE = {
+    "prod": "production",
+    "stage": "staging",
+    "stag": "staging",
+    "dev": "development",
+    "develop": "development",
+    "testing": "test",
+    "mac": "macos",
+    "darwin": "macos",
+    "amd64": "x86",
+    "arm64": "arm",
+    "read": "reads",
+    "write": "writes",
+}
+
+
+def _scopes(words: Words) -> set[str]:
+    return {_SAME_SCOPE.get(word, word) for word in words.content & SCOPE_STEMS}
+
+
+def other_scope(a: Words, b: Words, *, times: bool = True) -> bool:
+    """Whether the two speak of different scopes: another environment, platform or path, or
+    a default against a scope's own setting. ``times``: days and times of day count as
+    scopes (not when schedules are what is compared)."""
+    scopes_a, scopes_b = _scopes(a), _scopes(b)
+    if not times:
+        scopes_a, scopes_b = scopes_a - TIME_SCOPES, scopes_b - TIME_SCOPES
+    if (scopes_a - scopes_b) and (scopes_b - scopes_a):
+        return True
+    if (scopes_a ^ scopes_b) and "default" in (a.content | b.content):
+        return True
+    only_a, only_b = a.content - b.content, b.content - a.content
+    # Other places of one tree (src/api/ and src/web/); "Party.join/2" is no place.
+    paths_a = {t.split("/")[0] for t in only_a if "/" in t.strip("/") and _place(t)}
+    paths_b = {t.split("/")[0] for t in only_b if "/" in t.strip("/") and _place(t)}
+    if paths_a & paths_b:
+        return True
+    # Another command or code named on each side (`tool deploy` / `tool rollback`).
+    code_a, code_b = set(_CODE.findall(a.text)), set(_CODE.findall(b.text))
+    return bool(code_a and code_b and code_a.isdisjoint(code_b) and _commands(code_a, code_b))
+
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+TIME_SCOPES = frozenset(
+    stem(word)
+    for word in word_set(
+        "weekday weekend weekdays weekends night day monday tuesday wednesday thursday "
+        "friday saturday sunday"
+    )
+)
+
+
+def _place(token: str) -> bool:
+    """A path to a file or a folder, not a name with a slash (an arity, a fraction)."""
+    last = token.rstrip("/").rsplit("/", 1)[-1]
+    return bool(last) and not last.isdigit()
+
+
+def _commands(code_a: set[str], code_b: set[str]) -> bool:
+    """Two sets of code spans that name the same program with other subcommands."""
+    heads_a = {code.split()[0] for code in code_a if len(code.split()) > 1}
+    heads_b = {code.split()[0] for code in code_b if len(code.split()) > 1}
+    return bool(heads_a & heads_b)

@@ -1,0 +1,147 @@
+"""Versions: a product's version or constraint read as a range ("12 and newer" is
+[12, ∞), "~> 1.5" is [1.5, 1.6), "3.11" is 3.11.*), and whether two of one product can both
+hold (a pin outside the other's range cannot; one inside it can). Pure."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from knowledge.claims import NUMBER_WORDS, RATES, UNITS, Sentence
+from knowledge.reading import stem, word_set
+
+_VERSION = re.compile(r"^v?(\d+(?:\.\d+){0,3})(\+|\.x|\.\*)?$")
+_OPERATORS = {
+    ">=": "min", "=>": "min", ">": "above", "<=": "max", "<": "below",
+    "~>": "pessimistic", "~=": "pessimistic", "^": "caret", "==": "pin", "=": "pin",
+}  # fmt: skip
+_NEWER = ("and newer", "or newer", "and later", "or later", "and above", "or above", "or higher",
+          "and higher", "and up", "onwards", "or greater", "+")  # fmt: skip
+_AT_LEAST = ("at least", "minimum", "min", "requires", "require", "required", "msrv", "floor",
+             "minimum version", "no older than")  # fmt: skip
+_PRODUCT_SKIP = word_set(
+    "to on at is was be version versions v from of the a an with in for runs run uses use "
+    "using require requires required support supports pinned pin pins at least minimum min "
+    "newer ready this that it"
+)
+_INNER = re.compile(r"^(?:[\w.-]+/)*([a-z][a-z0-9_-]*?)(?:[:=@]|==|>=|~=|-)v?(\d+(?:\.\d+){1,3})")
+INFINITY = (10**9,)
+# Numbered references, not products: "RFC 2068", "section 4.4.1", "PEP 8".
+_REFERENCES = word_set(
+    "rfc section pep iso chapter issue step page figure table line draft appendix item rule "
+    "part run pr ticket"
+)
+
+
+@dataclass(frozen=True)
+class Version:
+    product: str
+    low: tuple[int, ...]
+    high: tuple[int, ...] | None  # exclusive; None: no upper bound
+    pin: bool  # a version stated, not a constraint
+    span: tuple[int, int]
+    context: frozenset[str] = frozenset()  # the words of its sentence
+
+
+def _parts(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("."))
+
+
+def _bump(parts: tuple[int, ...], at: int) -> tuple[int, ...]:
+    at = max(0, min(at, len(parts) - 1))
+    return (*parts[:at], parts[at] + 1)
+
+
+def versions(sentence: Sentence) -> list[Version]:
+    tokens = sentence.tokens
+    context = frozenset(stem(t.word) for t in tokens if t.word[:1].isalpha())
+    found: list[Version] = []
+    lowered = sentence.text.lower()
+    for index, token in enumerate(tokens):
+        inner = _INNER.match(token.word)
+        if inner:  # python:3.11-slim, django==4.2, torch-2.2.2
+            product, text = inner.groups()
+            parts = _parts(text)
+            found.append(
+                Version(
+                    product, parts, _bump(parts, len(parts) - 1), True, (token.start, token.end)
+                )
+            )
+            continue
+        match = _VERSION.match(token.word)
+        at = token.start - sentence.start
+        if not match or (at and sentence.text[at - 1] in "#(-"):
+            continue  # an issue (#442), not a version
+        text, plus = match.groups()
+        operator = tokens[index - 1].word if index and tokens[index - 1].word in _OPERATORS else ""
+        dotted = "." in text
+        product_at = index - (2 if operator else 1)
+        while product_at >= 0 and (
+            tokens[product_at].word in _PRODUCT_SKIP or tokens[product_at].word in _OPERATORS
+        ):
+            product_at -= 1
+        if product_at < 0 or product_at < index - 5:
+            continue
+        product = tokens[product_at]
+        if (
+            not product.word[:1].isalpha()
+            or product.word in UNITS
+            or product.word in NUMBER_WORDS
+            or stem(product.word) in _REFERENCES
+        ):
+            continue
+        after = index + 1 < len(tokens) and tokens[index + 1].word
+        if after and (after in UNITS or after in RATES):
+            continue  # a quantity
+        tail = lowered[token.end - sentence.start : token.end - sentence.start + 14]
+        head = lowered[max(0, product.start - sentence.start - 14) : token.start - sentence.start]
+        newer = plus == "+" or any(tail.lstrip().startswith(p) for p in _NEWER if p != "+")
+        least = any(re.search(rf"\b{re.escape(p)}\b", head) for p in _AT_LEAST)
+        # A capitalised name, not the capital that starts the sentence ("Add 0.12 ...").
+        capital = product_at > 0 and (product.text[:1].isupper() or product.text.isupper())
+        if not (dotted or operator or newer or least or capital or plus):
+            continue
+        parts = _parts(text)
+        kind = _OPERATORS.get(operator, "")
+        if kind in ("min", "above") or newer or least:
+            low, high, pin = parts, None, False
+        elif kind == "pessimistic":
+            low, high, pin = parts, _bump(parts, len(parts) - 2), False
+        elif kind == "caret":
+            low, high, pin = parts, _bump(parts, 0), False
+        elif kind in ("max", "below"):
+            low, high, pin = (0,), parts if kind == "below" else _bump(parts, len(parts) - 1), False
+        else:
+            low, high, pin = parts, _bump(parts, len(parts) - 1), plus is None
+        span = sentence.span(product_at, index)
+        found.append(Version(stem(product.word), low, high, pin, span, context))
+    return found
+
+
+def _same_product(a: str, b: str) -> bool:
+    """One product by its names: "postgres" and "postgresql", "esp-idf" and "idf",
+    "minimum_chrome_version" and "chrome"."""
+    if a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a))):
+        return True
+    parts_a, parts_b = set(re.split(r"[-_.]", a)), set(re.split(r"[-_.]", b))
+    return (a in parts_b and len(a) >= 3) or (b in parts_a and len(b) >= 3)
+
+
+def _contains(outer: Version, inner: Version) -> bool:
+    high = outer.high or INFINITY
+    inner_high = inner.high or INFINITY
+    return outer.low <= inner.low and inner_high <= high
+
+
+def versions_disagree(a: Version, b: Version) -> bool:
+    """Two statements of one product's version that cannot both hold."""
+    if not (
+        _same_product(a.product, b.product) or (a.product in b.context and b.product in a.context)
+    ):
+        return False
+    if a.pin and b.pin:
+        return not (_contains(a, b) or _contains(b, a))
+    if a.pin != b.pin:
+        pin, bound = (a, b) if a.pin else (b, a)
+        return not _contains(bound, pin)
+    return (a.low, a.high) != (b.low, b.high)
