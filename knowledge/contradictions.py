@@ -228,16 +228,15 @@ def compare(
     if score < NAMED:
         return Verdict(None, score, evidence)
     close = score >= similarity or named
-    # Below ``similarity``, without a name in common, only what names its own subject
-    # counts: a version of one product, a quantity or a schedule of the same words.
-    findings = (
-        []
-        if _reports(a) and _reports(b)
-        else _findings(a, b, common, measured_only=not close, close=score >= similarity)
-    )
-    if close and not (_reports(a) and _reports(b)) and not other_scope(whole_a, whole_b):
-        findings += _denied_names(a, b, whole_a, whole_b, common)
-    if close and not (_reports(a) and _reports(b)):
+    history = _reports(a) and _reports(b)
+    findings: list[rules.Finding] = []
+    if not history:
+        # Below ``similarity``, without a name in common, only what names its own subject
+        # counts: a version of one product, a quantity or a schedule of the same words.
+        findings += _findings(a, b, common, measured_only=not close, close=score >= similarity)
+    if close and not history:
+        if not other_scope(whole_a, whole_b):
+            findings += _denied_names(a, b, whole_a, whole_b, common)
         findings += _choice_findings(
             a, b, whole_a, whole_b, swapped=score >= similarity, names_only=score < similarity
         )
@@ -252,7 +251,7 @@ def compare(
         evidence["strength"] = STRENGTH[findings[0].kind]
         evidence["differs"] = [f.evidence(a, b) for f in findings[:6]]
         return Verdict(CONFLICT, score, evidence)
-    if _reports(a) and _reports(b):
+    if history:
         # Two entries of a change log repeat each other only word for word: "finished url
         # generation" and "improved url generation" are two events.
         if score >= similarity and content_a == content_b and content_a:

@@ -301,11 +301,14 @@ def find(
             for side in pair.memory_ids:
                 partners.setdefault(side, set()).add(pair.other(side))
     verdicts: dict[tuple[int, int], tuple[Row, Row, contradictions.Verdict]] = {}
+    frequent_words = _frequent_words()
     for row in found.rows:
         limits = found.limits[row.id]
         flagged = []
         candidates = found.candidates.get(row.id, [])
-        common = _common(row, [found.read[i] for i in candidates if i in found.read])
+        common = _common(
+            row, [found.read[i] for i in candidates if i in found.read], frequent_words
+        )
         for other, cosine in _closest(row, candidates, found.read, partners.get(row.id, set())):
             first, second = (row, other) if row.id < other.id else (other, row)
             try:
@@ -348,14 +351,19 @@ COMMON_AMONG = 5
 FREQUENT_ROWS = 200
 
 
-def _common(row: Row, candidates: Sequence[Row]) -> frozenset[str]:
-    prefix = f"{row.project_id if row.project_id is not None else 'g'}:w:"
-    frequent = {
-        key.removeprefix(prefix)
-        for key, rows in word_rows().items()
-        if rows >= FREQUENT_ROWS and key.startswith(prefix)
-    }
-    found = frequent | {reading.stem(word) for word in frequent}
+def _frequent_words() -> dict[str, set[str]]:
+    """Each owner's words in at least FREQUENT_ROWS memories, and their stems, by the
+    table's statistics: read once per comparison of a batch, not once per memory."""
+    found: dict[str, set[str]] = {}
+    for key, rows in word_rows().items():
+        owner, _, word = key.partition(":w:")
+        if rows >= FREQUENT_ROWS and word:
+            found.setdefault(owner, set()).update((word, reading.stem(word)))
+    return found
+
+
+def _common(row: Row, candidates: Sequence[Row], frequent: dict[str, set[str]]) -> frozenset[str]:
+    found = set(frequent.get(str(row.project_id) if row.project_id is not None else "g", ()))
     texts = [row, *{c.id: c for c in candidates}.values()]
     if len(texts) >= COMMON_AMONG:
         counts: Counter[str] = Counter()

@@ -95,17 +95,14 @@ def exclusivity(
         t for t in b.tokens[1:]
         if name_like(t.text) and stem(t.word) not in words_a and t.word not in STOPWORDS
     ]  # fmt: skip
-    if (only in words_b and first_match(_MORE, b.text) and others) or (
-        only not in words_b and others
-    ):
-        other = others[0]
-    else:
+    # Another thing in X's place, or X with more ("also Y").
+    if not others or (only in words_b and not first_match(_MORE, b.text)):
         return None
     return Finding(
         EXCLUSIVITY,
         only,
         (a.start + match.start(), a.start + match.end()),
-        (other.start, other.end),
+        (others[0].start, others[0].end),
     )
 
 
