@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection, transaction
 
-from knowledge import decisions
+from knowledge import decisions, judge, judged
+from knowledge.contradictions import Verdict
+from knowledge.keep import Row
 from knowledge.models import MemoryPair, PairKind
 from memories import services
 from memories.actors import Actor
@@ -191,3 +193,33 @@ def test_a_write_rolled_back_by_a_deadlock_runs_once_more(project, make_memory):
     assert _retries() == before + 1
     assert Memory.objects.filter(pinned=True).count() == 2
     assert MemoryEvent.objects.filter(action="pinned").count() == 2
+
+
+def test_a_judged_pair_kept_while_another_walk_keeps_the_same_pair(project, make_memory):
+    """Two walks keeping a judge's answer for the same two memories: the second waits on the
+    first's insert and adds nothing, in the pairs' one order, with no error."""
+    first = make_memory(project=project, content="Session cookies are signed with a key.")
+    second = make_memory(project=project, content="Session cookies are encrypted with a key.")
+    MemoryPair.objects.filter(first_id=first.pk, second_id=second.pk).delete()
+    rows = [
+        Row(m.pk, project.pk, m.content, m.content_hash, [], None, 1.0) for m in (first, second)
+    ]
+    asked = [judged.Undecided(rows[0], rows[1], Verdict(None, 0.7, {"undecided": True}))]
+    answer = judge.Answer("conflict", "signed", "encrypted", "Signed or encrypted.", "m", False)
+    answers = {(first.content_hash, second.content_hash): answer}
+    kept: list[dict] = []
+    with transaction.atomic():
+        assert judged.keep_answers(asked, answers, found_by="system:walk-1") == {project.pk: 1}
+        other = start_waiting(
+            lambda: kept.append(judged.keep_answers(asked, answers, found_by="system:walk-2")),
+            waiting=1,
+        )
+        assert not other.done  # it waits on the first insert of the same pair
+    other.join()
+    assert len(kept) == 1  # it ended without an error
+    pair = MemoryPair.objects.get(first_id=first.pk, second_id=second.pk)
+    assert (pair.kind, pair.found_by, pair.evidence["class"]) == (
+        "conflict",
+        "system:walk-1",
+        "judge",
+    )
