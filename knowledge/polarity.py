@@ -157,7 +157,7 @@ _DENY_AFTER = re.compile(
 )
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)
 def denied(text: str) -> frozenset[str]:
     """The stems a text denies in so many words: after "don't", "never", "not", "no
     longer", "instead of" (up to four words on), or before "is not", "was removed", "was

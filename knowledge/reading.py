@@ -133,7 +133,7 @@ _CHANGES = [
 ]
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def stem(word: str) -> str:
     """A crude English stem: enough for "timeouts"/"timeout", "runs"/"run"/"running"."""
     if len(word) <= 3 or not word.isalpha():
@@ -235,7 +235,7 @@ def _unit(tokens: Sequence[str], index: int, suffix: str) -> str:
     return ""
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def stems(text: str) -> frozenset[str]:
     """The stems of a text's words, lightly read (no spelling out): what counting the
     words a neighbourhood shares needs."""
@@ -244,7 +244,7 @@ def stems(text: str) -> frozenset[str]:
     )
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def read(text: str) -> Words:
     spelled = _spelled_out(text)
     raw = _WORD.findall(spelled)

@@ -64,7 +64,9 @@ class Said:
         return self._reading
 
 
-@functools.lru_cache(maxsize=4096)
+# A write compares one memory with at most 8 candidates, a walk's batch 200 with theirs:
+# 512 texts (tokens, sentences, claims: some kilobytes each) keep both, in bounded memory.
+@functools.lru_cache(maxsize=512)
 def _read(text: str) -> Read:
     sentences = split(text)
     return Read(
@@ -75,7 +77,7 @@ def _read(text: str) -> Read:
     )
 
 
-@functools.lru_cache(maxsize=16384)
+@functools.lru_cache(maxsize=2048)
 def all_matches(pattern: re.Pattern[str], text: str) -> tuple[re.Match[str], ...]:
     """A pattern's matches in a sentence, found once: a sentence is compared with many."""
     return tuple(pattern.finditer(text))
