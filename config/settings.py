@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "template_partials",
     "memories",
     "knowledge",
+    "people",
     "assembly",
     "policies",
     "ops",

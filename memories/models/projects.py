@@ -81,6 +81,13 @@ class MemoryPolicy(models.Model):
     share_run = models.FloatField(default=0.4, validators=UNIT_INTERVAL)
     share_project = models.FloatField(default=0.4, validators=UNIT_INTERVAL)
     share_global = models.FloatField(default=0.2, validators=UNIT_INTERVAL)
+    # A context request that names its user: the most of the budget that user's preferences
+    # take first (what they leave goes to the memories, and back).
+    share_preferences = models.FloatField(default=0.2, db_default=0.2, validators=UNIT_INTERVAL)
+    # Conversations (people/): a message older than this is pruned by the beat job.
+    conversation_retention_days = models.PositiveIntegerField(
+        default=30, db_default=30, validators=[MinValueValidator(1)]
+    )
     # Lifecycle (policies/). Decay: a memory no run was given for decay_after_days loses
     # decay_step per decay_period_days; approved and pinned ones are exempt by default.
     decay_after_days = models.PositiveIntegerField(default=30)
@@ -163,7 +170,8 @@ class MemoryPolicy(models.Model):
             models.CheckConstraint(
                 condition=between_0_and_1("share_run")
                 & between_0_and_1("share_project")
-                & between_0_and_1("share_global"),
+                & between_0_and_1("share_global")
+                & between_0_and_1("share_preferences"),
                 name="policy_shares_range",
             ),
             models.CheckConstraint(
