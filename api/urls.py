@@ -1,7 +1,7 @@
 from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api import changes, conflicts, entities, runs, views
+from api import changes, conflicts, entities, preferences, runs, views
 from api.context import ContextView
 from api.errors import api_not_found
 
@@ -23,6 +23,7 @@ register_converter(IdConverter, "id")
 app_name = "api"
 project = "projects/<slug:project>"
 memory = f"{project}/memories/<id:memory_id>"
+user = f"{project}/users/<str:user>"
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -76,6 +77,28 @@ urlpatterns = [
         "memories/global/<id:memory_id>/reject",
         views.GlobalMemoryReject.as_view(),
         name="global-memory-reject",
+    ),
+    # Users' preferences, and all of a user's data in a project.
+    path(f"{user}", preferences.UserData.as_view(), name="user-data"),
+    path(f"{user}/preferences", preferences.PreferenceList.as_view(), name="preferences"),
+    path(
+        f"{user}/preferences/<str:key>", preferences.PreferenceDetail.as_view(), name="preference"
+    ),
+    path(
+        f"{user}/preferences/<str:key>/history",
+        preferences.PreferenceHistory.as_view(),
+        name="preference-history",
+    ),
+    path("preferences/global", preferences.GlobalPreferences.as_view(), name="global-preferences"),
+    path(
+        "preferences/global/<id:preference_id>/approve",
+        preferences.GlobalPreferenceApprove.as_view(),
+        name="global-preference-approve",
+    ),
+    path(
+        "preferences/global/<id:preference_id>/reject",
+        preferences.GlobalPreferenceReject.as_view(),
+        name="global-preference-reject",
     ),
     re_path(r"^[\s\S]*$", api_not_found),  # any other path, new lines included
 ]

@@ -1,0 +1,103 @@
+"""Users' preferences: one set, their list, their history, and those for every project."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_serializer
+from rest_framework import serializers
+
+from api.fields import StrictCharField, StrictInput
+from people.models import (
+    CATEGORY_MAX,
+    KEY_MAX,
+    USER_REF_MAX,
+    Preference,
+    PreferenceEvent,
+    PreferenceStatus,
+)
+
+
+class AnyJSONField(serializers.JSONField):
+    """Any JSON value but null, taken as it was sent (the parser already decoded it)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if data is None:
+            raise serializers.ValidationError("A value is required (any JSON but null).")
+        return data
+
+
+class PreferenceIn(StrictInput):
+    value = AnyJSONField(help_text="Any JSON: a string, number, boolean, list or object.")
+    category = StrictCharField(
+        max_length=CATEGORY_MAX,
+        required=False,
+        allow_null=True,
+        help_text="Groups preferences (e.g. style, language); left out: kept as it was.",
+    )
+
+
+class GlobalPreferenceIn(PreferenceIn):
+    userId = StrictCharField(max_length=USER_REF_MAX)
+    key = StrictCharField(max_length=KEY_MAX)
+
+
+@extend_schema_serializer(component_name="Preference")
+class PreferenceOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    userId = serializers.CharField()
+    key = serializers.CharField()
+    value = serializers.JSONField()
+    category = serializers.CharField()
+    scope = serializers.ChoiceField(
+        choices=["project", "global"],
+        help_text="project: set in this project; global: approved for every project.",
+    )
+    status = serializers.ChoiceField(choices=PreferenceStatus.choices)
+    updatedBy = serializers.CharField()
+    updatedAt = serializers.DateTimeField()
+
+
+def preference_out(preference: Preference) -> dict[str, Any]:
+    return {
+        "id": preference.pk,
+        "userId": preference.user_ref,
+        "key": preference.key,
+        "value": preference.value,
+        "category": preference.category,
+        "scope": "global" if preference.project_id is None else "project",
+        "status": preference.status,
+        "updatedBy": preference.updated_by,
+        "updatedAt": preference.updated_at,
+    }
+
+
+class PreferenceListOut(serializers.Serializer):
+    userId = serializers.CharField()
+    preferences = PreferenceOut(many=True)
+
+
+@extend_schema_serializer(component_name="PreferenceEvent")
+class PreferenceEventOut(serializers.Serializer):
+    key = serializers.CharField()
+    action = serializers.CharField()
+    changes = serializers.JSONField()
+    actor = serializers.CharField()
+    at = serializers.DateTimeField()
+
+
+def event_out(event: PreferenceEvent) -> dict[str, Any]:
+    return {
+        "key": event.key,
+        "action": event.action,
+        "changes": event.changes,
+        "actor": event.actor_label,
+        "at": event.created_at,
+    }
+
+
+class ErasedOut(serializers.Serializer):
+    userId = serializers.CharField()
+    preferences = serializers.IntegerField()
+    conversations = serializers.IntegerField()
+    messages = serializers.IntegerField()

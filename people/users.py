@@ -1,0 +1,72 @@
+"""Users as the calling system names them, and the checks every write about them passes:
+a readable error before the database says no, and no secret stored."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from memories.secrets import scrub
+from people.models import USER_REF_MAX
+
+# A user id travels in URLs: letters, digits and the signs an email or an account id uses.
+USER_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:+-]*")
+
+
+def clean_user_ref(value: object, field_name: str = "userId") -> str:
+    """A user id as the caller's system names them, checked."""
+    if not isinstance(value, str) or not value:
+        raise ValidationError({field_name: "A user id is required, as your system names the user."})
+    if len(value) > USER_REF_MAX:
+        raise ValidationError({field_name: f"At most {USER_REF_MAX} characters."})
+    if not USER_REF.fullmatch(value):
+        raise ValidationError(
+            {field_name: "Letters, digits and _ . @ : + - only, starting with a letter or a digit."}
+        )
+    return value
+
+
+def scrub_json(value: Any, field_name: str, mode: str) -> Any:
+    """``value`` (any JSON) with every string in it, keys included, scanned for secrets as a
+    memory's words are: refused under the reject ``mode``, redacted under redact."""
+    strings: dict[str, str] = {}
+
+    def collect(item: Any, path: str) -> None:
+        if isinstance(item, str):
+            strings[path] = item
+        elif isinstance(item, list):
+            for index, inner in enumerate(item):
+                collect(inner, f"{path}[{index}]")
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                strings[f"{path}.{key} (key)"] = key
+                collect(inner, f"{path}.{key}")
+
+    collect(value, field_name)
+    if not strings:
+        return value
+    cleaned = scrub(dict(strings), mode).values
+    if cleaned == strings:
+        return value
+
+    def rebuild(item: Any, path: str) -> Any:
+        if isinstance(item, str):
+            return cleaned[path]
+        if isinstance(item, list):
+            return [rebuild(inner, f"{path}[{index}]") for index, inner in enumerate(item)]
+        if isinstance(item, dict):
+            return {
+                cleaned[f"{path}.{key} (key)"]: rebuild(inner, f"{path}.{key}")
+                for key, inner in item.items()
+            }
+        return item
+
+    return rebuild(value, field_name)
+
+
+def json_size(value: Any) -> int:
+    """The characters of ``value`` as compact JSON."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
