@@ -105,6 +105,13 @@ class ContextIn(StrictInput):
         help_text="Name each memory's id in its line (`- [warning #42] ...`), counted in the"
         " budget: for an agent that will flag a memory or report it used.",
     )
+    userId = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_null=True,
+        help_text="The user the agent works for, as your system names them: their preferences"
+        " come first, in a `## Preferences` section inside the budget.",
+    )
     role = StrictCharField(max_length=20_000, required=False, allow_blank=True)
     task = StrictCharField(max_length=20_000, required=False, allow_blank=True)
     workspace = StrictCharField(max_length=20_000, required=False, allow_blank=True)
@@ -206,11 +213,25 @@ class ContextMetadataOut(serializers.Serializer):
     assemblyTimeMs = serializers.FloatField()
 
 
+class PreferenceGivenOut(serializers.Serializer):
+    key = serializers.CharField()
+    scope = serializers.ChoiceField(choices=["project", "global"])
+    category = serializers.CharField()
+    tokens = serializers.IntegerField(help_text="What its line costs.")
+    rank = serializers.IntegerField(allow_null=True, help_text="Its place in the section.")
+    reason = serializers.ChoiceField(
+        choices=["budget", "limit"], allow_null=True, help_text="Why it was left out."
+    )
+
+
 @extend_schema_serializer(component_name="Context")
 class ContextOut(serializers.Serializer):
     text = serializers.CharField()
     items = ContextItemOut(many=True)
     dropped = DroppedOut(many=True)
+    preferences = PreferenceGivenOut(
+        many=True, help_text="The preferences of the user named by userId, given or not."
+    )
     metadata = ContextMetadataOut()
 
 
@@ -253,6 +274,7 @@ class ContextView(APIView):
             encoding=data["encoding"],
             prompt={part: data[part] for part in PROMPT_PARTS if data.get(part)},
             ids=data["ids"],
+            user_id=data.get("userId"),
         )
         result = context_assemble(
             project=target,
@@ -323,7 +345,18 @@ def context_json(result: Context, *, stamp: bool = True) -> dict[str, Any]:
             for item in result.items
         ],
         "dropped": [_dropped(d) for d in result.dropped],
-        "metadata": metadata,
+        "preferences": [
+            {
+                "key": p.key,
+                "scope": p.scope,
+                "category": p.category,
+                "tokens": p.tokens,
+                "rank": p.rank,
+                "reason": p.reason,
+            }
+            for p in result.preferences
+        ],
+        "metadata": metadata,  # last: a stored answer is stamped at its end (stamped)
     }
 
 

@@ -27,6 +27,7 @@ from api.serializers.preferences import (
     event_out,
     preference_out,
 )
+from memories import roles
 from memories.models import Project
 from people import preferences
 from people.models import Preference, PreferenceStatus
@@ -54,6 +55,7 @@ def _in_force_or_404(project: Project, user: str, key: str) -> Preference:
 
 class PreferenceList(APIView):
     @extend_schema(
+        operation_id="projects_users_preferences_list",
         parameters=[PROJECT_PARAM, USER_PARAM, CATEGORY_PARAM],
         responses={200: PreferenceListOut, **errors(400)},
         summary="A user's preferences in force here: the project's, then those for every project",
@@ -163,7 +165,7 @@ def _global_visible(request: Request) -> Q:
         return approved | Q(proposed_in_id=api_key.project_id)
     if actor_for(request).can_review(None):
         return Q()
-    return approved
+    return approved | Q(proposed_in__in=roles.projects_for(request.user))
 
 
 def _global_or_404(request: Request, preference_id: int) -> Preference:

@@ -19,6 +19,7 @@ from assembly.render import PROMPT_PARTS
 from assembly.sources import SOURCES
 from memories.models import MemoryPolicy, Project
 from memories.tokens import SUPPORTED_ENCODINGS
+from people.users import clean_user_ref
 
 FORMATS = ("section", "prompt")
 
@@ -40,6 +41,8 @@ class ContextRequest:
     prompt: Mapping[str, str] = field(default_factory=dict)
     shares: Mapping[str, Share] | None = None
     ids: bool = False
+    # The user the agent works for: their preferences come first (assembly.preferences).
+    user_id: str | None = None
 
     def recorded(self) -> dict[str, Any]:
         """What a run keeps of the request that gave it memories (its parts that decide the
@@ -113,6 +116,11 @@ def validate_request(project: Project, request: ContextRequest) -> tuple[int, in
         errors["sources"] = f"Use one or more of: {', '.join(SOURCES)}."
     if set(request.prompt) - set(PROMPT_PARTS):
         errors["prompt"] = f"Prompt sections are: {', '.join(PROMPT_PARTS)}."
+    if request.user_id is not None:
+        try:
+            clean_user_ref(request.user_id, "user_id")
+        except ValidationError as invalid:
+            errors |= {name: " ".join(messages) for name, messages in invalid.message_dict.items()}
     limit = request.limit or project.policy.selection_limit
     if not 1 <= limit <= 1000:
         errors["limit"] = "Must be from 1 to 1000."

@@ -3,8 +3,11 @@ JSON, the review pages as HTML)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assembly.preferences import PreferenceGiven
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ class Context:
     metadata: Metadata
     # What was asked (ContextRequest.recorded): a run keeps it with what it was given.
     request: dict[str, Any] | None = None
+    # The user's preferences (a request that names its user): given first, or left out.
+    preferences: list[PreferenceGiven] = field(default_factory=list)
 
     @property
     def given(self) -> list[tuple[int, float, dict[str, float]]]:

@@ -19,9 +19,10 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from assembly import cache
+from assembly import preferences as user_preferences
 from assembly.coherence import OpenPair, Settled, coherence, settle
 from assembly.metrics import ASSEMBLY_SECONDS, CACHE_REQUESTS, COHERENCE
-from assembly.packing import Packed, Weights, pack, rank, weights_in_force
+from assembly.packing import Packed, Weights, rank, weights_in_force
 from assembly.render import render_prompt
 from assembly.requests import (
     MAX_TIME_BUDGET_MS,
@@ -247,18 +248,24 @@ def _assemble(
     ranked = rank([c for r in results for c in r.candidates], weights)
     pairs = [OpenPair(*row) for row in queries.open_pairs_among([s.candidate.id for s in ranked])]
     settled = settle(ranked, pairs, flag=policy.conflict_mode == "flag")
-    render = partial(render_prompt, request.prompt) if request.format == "prompt" else None
-    packed = pack(
+
+    fetched = time.perf_counter()
+    offers = user_preferences.offered(project.pk, request.user_id) if request.user_id else []
+    fetched_ms = (time.perf_counter() - fetched) * 1000
+    fitted = user_preferences.fit(
+        offers,
         settled.ranked,
         budget=pool,
+        share=policy.share_preferences,
+        encoding=request.encoding,
+        prompt=request.prompt if request.format == "prompt" else None,
         limit=limit,
         lod=request.lod,
-        encoding=request.encoding,
         shares=shares_for(project, request),
         similar=policy.similar_threshold,
         ids=request.ids,
-        **({"render": render} if render else {}),
     )
+    packed = fitted.packed
     warnings = []
     if request.format == "prompt" and not packed.text:
         needed = count_tokens(render_prompt(request.prompt, ""), request.encoding)
@@ -287,9 +294,22 @@ def _assemble(
                 "The embedding model did not answer in time; ranked without meaning.",
             )
         )
+    coverage = _coverage(results, packed)
+    if request.user_id:
+        coverage["preferences"] = Coverage(
+            candidates=len(offers),
+            chosen=len(fitted.given),
+            tokens=count_tokens(user_preferences.section(fitted.given), request.encoding),
+            allocated=fitted.ceiling,
+            latency_ms=round(fetched_ms, 2),
+            timed_out=False,
+        )
     return Context(
         text=packed.text,
         items=_items(packed),
+        preferences=user_preferences.explained(
+            offers, fitted.given, partial(count_tokens, encoding=request.encoding)
+        ),
         dropped=[
             Dropped(
                 c.candidate.id,
@@ -320,7 +340,7 @@ def _assemble(
             lod=request.lod,
             prompt_hash=hashlib.sha256(packed.text.encode()).hexdigest(),
             quality_achieved=_quality(packed, ranked, limit),
-            source_coverage=_coverage(results, packed),
+            source_coverage=coverage,
             warnings=warnings,
             coherence=coherent,
         ),

@@ -317,6 +317,7 @@ SPECTACULAR_SETTINGS = {
         "ContextSourceEnum": "assembly.sources.SOURCES",
         "ScopeEnum": "memories.models.Scope",
         "WritableScopeEnum": [("project", "project"), ("run", "run")],
+        "PreferenceScopeEnum": [("project", "project"), ("global", "global")],
         "PairKindEnum": "knowledge.models.PairKind",
         "PairStatusEnum": "knowledge.models.PairStatus",
         "EntityKindEnum": "knowledge.models.EntityKind",

@@ -199,9 +199,15 @@ def of_user(project: Project, user_ref: str, category: str | None = None) -> Que
 def in_force(project: Project, user_ref: str) -> list[Preference]:
     """What a user prefers in a project: its own preferences, and the approved ones meant for
     every project whose key the project does not set; the project's first, each part by
-    key. One statement, through the unique indexes on (project, user, key)."""
+    key."""
+    return in_force_by_id(project.pk, user_ref)
+
+
+def in_force_by_id(project_id: int, user_ref: str) -> list[Preference]:
+    """``in_force`` of the project with this id: one statement, through the unique indexes
+    on (project, user, key)."""
     rows = Preference.objects.filter(
-        Q(project=project) | Q(project__isnull=True, status=PreferenceStatus.APPROVED),
+        Q(project_id=project_id) | Q(project__isnull=True, status=PreferenceStatus.APPROVED),
         user_ref=user_ref,
     ).order_by("project_id", "key")  # NULLs last: the project's own come first
     chosen: dict[str, Preference] = {}

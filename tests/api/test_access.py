@@ -10,6 +10,7 @@ from knowledge.models import Entity, MemoryPair
 from memories import services
 from memories.actors import Actor
 from memories.models import ApiKey, Memory
+from people.models import Preference
 from tests.api.conftest import client_with_key, url
 
 pytestmark = pytest.mark.django_db
@@ -40,6 +41,12 @@ PROJECT_ROUTES = [
     ("post", "context", {"tokenBudget": 100}),
     ("get", "entities", None),
     ("get", "entities/{entity}", None),
+    ("delete", "users/{user}", None),
+    ("get", "users/{user}/preferences", None),
+    ("get", "users/{user}/preferences/{key}", None),
+    ("put", "users/{user}/preferences/{key}", {"value": "x"}),
+    ("delete", "users/{user}/preferences/{key}", None),
+    ("get", "users/{user}/preferences/{key}/history", None),
 ]
 
 
@@ -56,6 +63,8 @@ def test_the_table_covers_every_project_route():
         .replace("{run}", "<id:run_id>")
         .replace("{conflict}", "<id:conflict_id>")
         .replace("{entity}", "<id:entity_id>")
+        .replace("{user}", "<str:user>")
+        .replace("{key}", "<str:key>")
         for _, path, _ in PROJECT_ROUTES
     }
     assert routes == table
@@ -73,6 +82,9 @@ def project_b(other_project, make_memory, make_run):
     services.run_give_memories(run=run, ranked=[(memory.pk, 0.0)])
     # Found as they were written: they say the same.
     pair = MemoryPair.objects.get(first=memory, second=other, status="open")
+    Preference.objects.create(
+        project=other_project, user_ref="bob", key="language", value=SECRET, updated_by="t"
+    )
     return other_project, memory, run, pair
 
 
@@ -84,7 +96,9 @@ def test_a_key_of_project_a_gets_404_on_every_url_of_project_b(
     other, memory, run, pair = project_b
     target = other.slug if ref == "slug" else str(other.pk)
     entity = Entity.objects.create(project=other, name="BSecret", key="bsecret", kind="code")
-    where = path.format(memory=memory.pk, run=run.pk, conflict=pair.pk, entity=entity.pk)
+    where = path.format(
+        memory=memory.pk, run=run.pk, conflict=pair.pk, entity=entity.pk, user="bob", key="language"
+    )
     address = url(target, where).rstrip("/")
     response = getattr(agent, method)(address, body, format="json")
     missing = getattr(agent, method)(
@@ -98,6 +112,7 @@ def test_a_key_of_project_a_gets_404_on_every_url_of_project_b(
     stored = Memory.objects.get(pk=memory.pk)
     assert (stored.content, stored.confidence, stored.active) == (SECRET, 0.5, True)
     assert MemoryPair.objects.get(pk=pair.pk).status == "open"
+    assert Preference.objects.get(project=other, user_ref="bob").value == SECRET
 
 
 def test_a_key_lists_only_its_own_project(agent, project, project_b):

@@ -220,7 +220,8 @@ def test_the_context_answer_has_every_documented_field_in_camel_case(project, ma
         format="json",
     )
     body = response.json()
-    assert set(body) == {"text", "items", "dropped", "metadata"}
+    assert set(body) == {"text", "items", "dropped", "preferences", "metadata"}
+    assert body["preferences"] == []  # no user named
     assert set(body["items"][0]) == {
         "id", "source", "type", "rank", "detail", "tokens", "score", "scoreParts",
     }  # fmt: skip

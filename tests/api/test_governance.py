@@ -27,6 +27,7 @@ from memories.models import (
     RunMemory,
     Tier,
 )
+from people.models import Preference, PreferenceEvent
 from tests.api.conftest import client_with_key, url
 from tests.factories import MemoryFactory, ProjectFactory, RunFactory, UserFactory
 
@@ -161,6 +162,7 @@ def test_the_review_pages_and_the_admin_hide_a_pending_proposal_from_others(two)
 # --- viewers read and never write --------------------------------------------------------------
 
 MEMORY, RUN, PAIR, GLOBAL = "memory", "run", "pair", "global"
+PROPOSAL = "proposal"
 # (URL name, method, what its arguments are, a body a reviewer's call would be valid with)
 WRITES = [
     ("memories", "post", None, {"type": "pattern", "content": "x"}),
@@ -180,9 +182,18 @@ WRITES = [
     ("global-memories", "post", None, {"type": "pattern", "content": "Global words."}),
     ("global-memory-approve", "patch", GLOBAL, None),
     ("global-memory-reject", "patch", GLOBAL, {"reason": "no"}),
+    ("user-data", "delete", None, None),
+    ("preference", "put", None, {"value": "fr"}),
+    ("preference", "delete", None, None),
+    ("global-preferences", "post", None, {"userId": "bob", "key": "tone", "value": "short"}),
+    ("global-preference-approve", "patch", PROPOSAL, None),
+    ("global-preference-reject", "patch", PROPOSAL, None),
 ]
 # What only reads, or is not the API's own (its schema and docs; any other path).
-READ_ONLY = {"projects", "project", "memory-history", "conflicts", "conflict", "run", "export"}
+READ_ONLY = {
+    "projects", "project", "memory-history", "conflicts", "conflict", "run", "export",
+    "preferences", "preference-history",
+}  # fmt: skip
 
 
 def test_the_table_covers_every_write_of_the_api():
@@ -211,8 +222,17 @@ def world(two):
     proposal = client_with_key(alpha).post(
         "/api/memories/global", {"type": "pattern", "content": "Use UTC."}, format="json"
     )
+    Preference.objects.create(
+        project=alpha, user_ref="bob", key="language", value="de", updated_by="t"
+    )
+    proposed = client_with_key(alpha).post(
+        "/api/preferences/global",
+        {"userId": "bob", "key": "language", "value": "de"},
+        format="json",
+    )
     return {
         "project": alpha,
+        PROPOSAL: proposed.json()["id"],
         MEMORY: memory,
         "other": other,
         PAIR: pair,
@@ -232,12 +252,20 @@ def _stored():
         sorted(Run.objects.values_list("id", "status", "prompt_hash")),
         RunMemory.objects.count(),
         sorted(MemoryPair.objects.values_list("id", "status")),
+        sorted(Preference.objects.values_list("id", "value", "status")),
+        PreferenceEvent.objects.count(),
     )
 
 
 def _call(client, world, name, method, target, body):
     project = world["project"]
-    base = "/api/memories/global" if name.startswith("global-") else f"/api/projects/{project.slug}"
+    base = (
+        "/api/preferences/global"
+        if name.startswith("global-preference")
+        else "/api/memories/global"
+        if name.startswith("global-")
+        else f"/api/projects/{project.slug}"
+    )
     path = {
         "memories": "/memories",
         "memory": f"/memories/{world[MEMORY].pk}",
@@ -255,6 +283,11 @@ def _call(client, world, name, method, target, body):
         "global-memories": "",
         "global-memory-approve": f"/{world[GLOBAL].pk}/approve",
         "global-memory-reject": f"/{world[GLOBAL].pk}/reject",
+        "user-data": "/users/bob",
+        "preference": "/users/bob/preferences/language",
+        "global-preferences": "",
+        "global-preference-approve": f"/{world[PROPOSAL]}/approve",
+        "global-preference-reject": f"/{world[PROPOSAL]}/reject",
     }[name]
     if body is not None:
         body = {
