@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import unquote_to_bytes, urlencode
 
 import httpx2 as httpx
 from django.core.handlers.wsgi import WSGIHandler
@@ -111,7 +111,9 @@ class InProcessClient(AsyncMemoryLayerClient):
         environ: dict[str, Any] = {
             **self._environ,
             "REQUEST_METHOD": call.method,
-            "PATH_INFO": call.path,  # the API's paths are ASCII: names and numbers
+            # Decoded, as a WSGI server gives it (PEP 3333: its bytes as latin-1 characters);
+            # a user id or a key may be quoted (ana%40example.com).
+            "PATH_INFO": unquote_to_bytes(call.path).decode("latin-1"),
             "QUERY_STRING": urlencode(call.params or {}),
             **_http_headers(call.headers().items()),
         }

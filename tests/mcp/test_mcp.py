@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from knowledge.models import MemoryPair
 from memories import services
 from memories.models import Memory, MemoryEvent, Run
+from people.models import Preference
 from tests.factories import MemoryFactory, ProjectFactory, RunFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,6 +40,8 @@ TOOLS = {
     "resolve_conflict",
     "memory_history",
     "related",
+    "get_preferences",
+    "set_preference",
 }
 MEMORY_LAYER_MCP = shutil.which("memory-layer-mcp", path=str(Path(sys.executable).parent))
 
@@ -228,6 +231,59 @@ def test_the_rest_of_the_api_has_tools(transport, live_server, alpha, rest_of_th
 
 
 @pytest.mark.parametrize("transport", SESSIONS)
+def test_an_agent_keeps_a_users_preferences_and_recalls_with_them(transport, live_server, alpha):
+    project, key = alpha
+    MemoryFactory(project=project, content="Answers cite the file they change.")
+    session = SESSIONS[transport]
+
+    async def scenario() -> dict[str, Any]:
+        async with session(live_server.url, key) as client:
+            return {
+                "set": await client.call_tool(
+                    "set_preference",
+                    {"user_id": "ana@example.com", "key": "language", "value": "de"},
+                ),
+                "again": await client.call_tool(
+                    "set_preference",
+                    {
+                        "user_id": "ana@example.com",
+                        "key": "answer.length",
+                        "value": {"max_sentences": 3},
+                        "category": "style",
+                    },
+                ),
+                "styles": await client.call_tool(
+                    "get_preferences", {"user_id": "ana@example.com", "category": "style"}
+                ),
+                "recall": await client.call_tool(
+                    "recall", {"intent": "answer", "user_id": "ana@example.com", "budget": 200}
+                ),
+                "bad": await client.call_tool(
+                    "set_preference", {"user_id": "ana smith", "key": "language", "value": "de"}
+                ),
+                "guess": await client.call_tool("get_preferences", {"userId": "ana@example.com"}),
+            }
+
+    seen = run(scenario)
+
+    for name in ("set", "again", "styles", "recall"):
+        assert not seen[name].is_error, (name, seen[name].content)
+    assert Preference.objects.get(project=project, key="language").value == "de"
+    styles = seen["styles"].structured_content["preferences"]
+    assert [(p["key"], p["value"]) for p in styles] == [("answer.length", {"max_sentences": 3})]
+    text = seen["recall"].content[0].text
+    assert text.startswith(
+        '## Preferences\n- answer.length: {"max_sentences": 3}\n- language: de\n\n## Memories'
+    )
+    given = seen["recall"].structured_content["preferences"]
+    assert [p["rank"] for p in given] == [1, 2]
+    assert seen["bad"].is_error
+    assert "user_id" in seen["bad"].content[0].text
+    assert seen["guess"].is_error
+    assert "did you mean `user_id`" in seen["guess"].content[0].text
+
+
+@pytest.mark.parametrize("transport", SESSIONS)
 def test_tools_refuse_arguments_they_do_not_understand(transport, live_server, alpha):
     """An argument guessed from the REST API's names is an error that names the right one,
     never silently dropped; a bad value says what to fix, not a library's internals."""
@@ -260,7 +316,7 @@ def test_tools_refuse_arguments_they_do_not_understand(transport, live_server, a
     names = seen["names"].content[0].text
     assert "unknown argument `tokenBudget`; did you mean `budget`?" in names
     assert "unknown argument `writeScope`; did you mean `write_scope`?" in names
-    assert "Accepted arguments: intent, write_scope, entities, budget, run_id." in names
+    assert "Accepted arguments: intent, write_scope, entities, budget, run_id, user_id." in names
     assert "unknown argument `memory`; did you mean `memory_id`?" in seen["typo"].content[0].text
     assert "`budget` must be at least 1 (got 0)" in seen["zero"].content[0].text
     assert "`type` must be one of 'pattern', 'warning', 'learning' or 'context'" in (

@@ -122,6 +122,9 @@ def test_the_typescript_sdk_calls_every_tool(
     events = calls["memory_history"]["structuredContent"]["events"]
     assert "stale" in [e["action"] for e in events]
 
+    listed = calls["get_preferences"]["structuredContent"]["preferences"]
+    assert [(p["key"], p["value"]) for p in listed] == [("language", {"answers": "de"})]
+    assert calls["set_preference"]["structuredContent"]["category"] == "style"
     related = calls["related"]["structuredContent"]["entities"]
     assert related[0]["name"] == "src/db"
     assert [m["id"] for m in related[0]["memories"]] == [memory.pk]

@@ -90,6 +90,13 @@ try {
   });
   await call("memory_history", "memory_history", { memory_id: args.changedMemoryId });
   await call("related", "related", { name: "src/db" });
+  await call("set_preference", "set_preference", {
+    user_id: "u-7",
+    key: "language",
+    value: { answers: "de" },
+    category: "style",
+  });
+  await call("get_preferences", "get_preferences", { user_id: "u-7" });
   // A name guessed from the REST API's camelCase: the tool says which one it means.
   await call("unknown_argument", "recall", {
     intent: "add a migration",

@@ -122,6 +122,7 @@ class MemoryLayerClient:
 
     _project_path = Endpoints._project_path
     _memory_path = Endpoints._memory_path
+    _user_path = Endpoints._user_path
 
     def __init__(
         self,
@@ -179,6 +180,13 @@ class MemoryLayerClient:
     report_changes = _blocking(Endpoints.report_changes)
     list_entities = _blocking(Endpoints.list_entities)
     get_entity = _blocking(Endpoints.get_entity)
+    set_preference = _blocking(Endpoints.set_preference)
+    get_preference = _blocking(Endpoints.get_preference)
+    get_preferences = _blocking(Endpoints.get_preferences)
+    delete_preference = _blocking(Endpoints.delete_preference)
+    preference_history = _blocking(Endpoints.preference_history)
+    forget_user = _blocking(Endpoints.forget_user)
+    propose_global_preference = _blocking(Endpoints.propose_global_preference)
 
     def close(self) -> None:
         self._http.close()

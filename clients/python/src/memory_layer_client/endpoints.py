@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Iterable
 from typing import Any, TypeVar, cast
 
 from memory_layer_client import errors
+from memory_layer_client.preferences import PreferenceEndpoints
 from memory_layer_client.transport import Call, Settings, encode_query
 from memory_layer_client.types import (
     Changes,
@@ -32,8 +33,9 @@ from memory_layer_client.types import (
 T = TypeVar("T")
 
 
-class Endpoints:
-    """Every endpoint of the API, once. ``self._send`` makes the request."""
+class Endpoints(PreferenceEndpoints):
+    """Every endpoint of the API, once (users' preferences in PreferenceEndpoints).
+    ``self._send`` makes the request."""
 
     _settings: Settings
 
@@ -270,9 +272,11 @@ class Endpoints:
         intent: str = "",
         entities: Iterable[str] = (),
         run_id: int | None = None,
+        user_id: str | None = None,
         **options: Any,
     ) -> Context:
-        """The memories that matter for a task, fitted into ``token_budget`` tokens.
+        """The memories that matter for a task, fitted into ``token_budget`` tokens; with
+        ``user_id``, that user's preferences first.
 
         ``options`` are the API's other fields as it names them (``responseReserve``,
         ``limit``, ``lod``, ``sources``, ``shares``, ``format``, ``encoding``...)."""
@@ -285,6 +289,8 @@ class Endpoints:
         }
         if run_id is not None:
             body["runId"] = int(run_id)
+        if user_id is not None:
+            body["userId"] = user_id
         path = f"{await self._project_path()}/context"
         return await self._send(Call[Context]("POST", path, json=body, ok=(200,)))
 

@@ -17,24 +17,25 @@ from typing import Annotated, Any, Literal
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from memory_layer_client import errors
+from memory_layer_client import conflict_tools, errors, preference_tools
 from memory_layer_client.arguments import INVALID, strict, without_client
 from memory_layer_client.client import AsyncMemoryLayerClient
 from memory_layer_client.related import related
-from memory_layer_client.transport import next_cursor
+from memory_layer_client.results import answer, event_line, memory_line, page_of
 from memory_layer_client.types import (
     Changes,
     Conflict,
     ConflictsFound,
     CreatedMemory,
-    Event,
     History,
     MemoriesFound,
     Memory,
     OutcomeResult,
+    Preference,
+    Preferences,
     Recalled,
     Related,
     Run,
@@ -54,47 +55,6 @@ confidence and those that misled lose it. `remember` what the next agent should 
 waits for review). If a memory is wrong or out of date, `flag_memory` it with the reason."""
 
 MemoryTypeName = Literal["pattern", "warning", "learning", "context"]
-
-
-def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=structured
-    )
-
-
-def _line(memory: Memory) -> str:
-    status = memory["reviewStatus"]
-    flags = [status, f"confidence {memory['confidence']:.2f}"]
-    if not memory["active"]:
-        flags.append("inactive")
-    if memory.get("staleAt"):
-        flags.append("flagged for re-review")
-    if memory.get("supersededBy"):
-        flags.append(f"superseded by #{memory.get('liveSuccessor') or memory['supersededBy']}")
-    tags = f" tags: {', '.join(memory['tags'])}" if memory["tags"] else ""
-    return f"#{memory['id']} [{memory['type']}] ({'; '.join(flags)}){tags}\n  {memory['content']}"
-
-
-def _page(page: Any, key: str, line: Callable[[Any], str], none: str) -> CallToolResult:
-    """A page of a list: a line each (or ``none``) and how to ask for the next page."""
-    found = page[key]
-    cursor_next = next_cursor(page["next"])
-    lines = [line(item) for item in found] or [none]
-    if cursor_next:
-        lines.append(f"More: call again with cursor={cursor_next!r}.")
-    return _result("\n".join(lines), {key: found, "nextCursor": cursor_next})
-
-
-def _event_line(event: Event) -> str:
-    line = f"{event['createdAt']} {event['action']} by {event['actor'].get('label', '?')}"
-    line += f": {event['reason']}" if event["reason"] else ""
-    return line + (f" (run {event['runId']})" if event["runId"] else "")
-
-
-def _pair_line(pair: Conflict) -> str:
-    memories = " and ".join(f"#{i}" for i in pair["memoryIds"])
-    decided = f", {pair['resolution']}" if pair.get("resolution") else ""
-    return f"pair {pair['id']}: {pair['kind']} between {memories} ({pair['status']}{decided})"
 
 
 def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> MCPServer:
@@ -162,19 +122,25 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         run_id: Annotated[
             int | None, Field(description="The run from start_run, so it is credited.")
         ] = None,
+        user_id: Annotated[
+            preference_tools.UserId | None,
+            Field(description="The user you work for: their preferences come first."),
+        ] = None,
     ) -> CallToolResult:
         """The project's memories that matter for a task, best first, within a token budget.
 
         Matches come first: memories about the paths in write_scope, then by relevance to
         the intent and entities, confidence and recency. The answer is a '## Memories'
         section, one '- [type #id] content' line each: name those ids to flag_memory,
-        get_memory, remember(supersedes=...) and report_outcome(used_memory_ids=...)."""
+        get_memory, remember(supersedes=...) and report_outcome(used_memory_ids=...). With
+        user_id, a '## Preferences' section of what that user prefers comes first."""
         context = await client.context(
             budget,
             write_scope=write_scope,
             intent=intent,
             entities=entities,
             run_id=run_id,
+            user_id=user_id,
             ids=True,
         )
         ids = [item["id"] for item in context["items"]]
@@ -191,10 +157,11 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
             "ids": ids,
             "items": context["items"],
             "dropped": context["dropped"],
+            "preferences": context["preferences"],
             "metadata": meta,
             "runId": run_id,
         }
-        return _result("\n".join(lines), structured)
+        return answer("\n".join(lines), structured)
 
     @tool("remember", read_only=False, output=CreatedMemory)
     async def remember(
@@ -243,7 +210,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
                 "Supersede waits for a reviewer: "
                 + ", ".join(f"#{i}" for i in superseded["waiting"])
             )
-        return _result("\n".join(lines), dict(created))
+        return answer("\n".join(lines), dict(created))
 
     @tool("start_run", read_only=False, idempotent=True, output=Run)
     async def start_run(
@@ -264,7 +231,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
             f"Run #{run['id']} ({run['status']}). Pass run_id={run['id']} to recall and"
             " remember, and call report_outcome when the task is done."
         )
-        return _result(text, dict(run))
+        return answer(text, dict(run))
 
     @tool("report_outcome", read_only=False, idempotent=True, output=OutcomeResult)
     async def report_outcome(
@@ -297,7 +264,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         if paused := result.get("paused"):
             ids = ", ".join(f"#{memory_id}" for memory_id in paused)
             text += f" Unchanged, flagged for re-review until a reviewer approves: {ids}."
-        return _result(text, dict(result))
+        return answer(text, dict(result))
 
     @tool("search_memories", read_only=True, output=MemoriesFound)
     async def search_memories(
@@ -332,7 +299,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
             limit=limit,
             cursor=cursor,
         )
-        return _page(page, "memories", _line, "No memory matched.")
+        return page_of(page, "memories", memory_line, "No memory matched.")
 
     @tool("get_memory", read_only=True, output=Memory)
     async def get_memory(
@@ -350,7 +317,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
                 raise errors.NotFound(
                     f"No memory #{memory_id} in this project or among the global memories."
                 ) from None
-        return _result(_line(memory), dict(memory))
+        return answer(memory_line(memory), dict(memory))
 
     @tool("flag_memory", read_only=False, idempotent=True, output=Memory)
     async def flag_memory(
@@ -370,7 +337,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         now, remember the new fact with supersedes=[its id] as well."""
         memory = await client.flag_memory(memory_id, reason)
         text = f"Flagged #{memory['id']} for re-review: {reason}"
-        return _result(text, dict(memory))
+        return answer(text, dict(memory))
 
     @tool("report_changes", read_only=False, idempotent=True, output=Changes)
     async def report_changes(
@@ -398,75 +365,15 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
             if changes["marked"]
             else "No memory about those files needed re-review."
         )
-        return _result(text, dict(changes))
+        return answer(text, dict(changes))
 
-    @tool("list_conflicts", read_only=True, output=ConflictsFound)
-    async def list_conflicts(
-        client: AsyncMemoryLayerClient,
-        kind: Annotated[
-            Literal["conflict", "repeat"] | None,
-            Field(description="Only contradictions (conflict) or restatements (repeat)."),
-        ] = None,
-        status: Annotated[
-            Literal["open", "resolved", "dismissed"] | None,
-            Field(description="Only pairs in this state (default: open)."),
-        ] = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="Most pairs to list.")] = 20,
-        cursor: Annotated[
-            str | None, Field(description="From a previous answer's nextCursor: the next page.")
-        ] = None,
-    ) -> CallToolResult:
-        """Pairs of this project's memories found to contradict or repeat each other,
-        waiting for a decision (get_conflict shows both sides; resolve_conflict decides)."""
-        page = await client.list_conflicts(kind=kind, status=status, limit=limit, cursor=cursor)
-        return _page(page, "conflicts", _pair_line, "No pair matched.")
-
-    @tool("get_conflict", read_only=True, output=Conflict)
-    async def get_conflict(
-        client: AsyncMemoryLayerClient,
-        conflict_id: Annotated[int, Field(ge=1, description="The pair's id (list_conflicts).")],
-    ) -> CallToolResult:
-        """One pair of memories that contradict or repeat each other, with both memories in
-        full, so you can judge them side by side."""
-        pair = await client.get_conflict(conflict_id)
-        lines = [_pair_line(pair)]
-        for memory_id in pair["memoryIds"]:
-            try:
-                lines.append(_line(await client.get_memory(memory_id)))
-            except errors.NotFound:
-                lines.append(f"#{memory_id}: not readable with this key (a global memory?)")
-        return _result("\n".join(lines), dict(pair))
-
-    @tool("resolve_conflict", read_only=False, output=Conflict)
-    async def resolve_conflict(
-        client: AsyncMemoryLayerClient,
-        conflict_id: Annotated[int, Field(ge=1, description="The pair's id (list_conflicts).")],
-        action: Annotated[
-            Literal["keep", "merge", "dismiss", "reject"],
-            Field(
-                description="keep memory_id (the other is superseded by it), merge (one new"
-                " memory says both; content optional), dismiss (no conflict: keep both),"
-                " reject memory_id (reviewers only)."
-            ),
-        ],
-        memory_id: Annotated[
-            int | None, Field(ge=1, description="For keep and reject: which memory.")
-        ] = None,
-        content: Annotated[
-            str | None, Field(min_length=1, description="For merge: the merged statement.")
-        ] = None,
-        reason: Annotated[
-            str, Field(max_length=500, description="Why, for the memories' history.")
-        ] = "",
-    ) -> CallToolResult:
-        """Decide a pair as a reviewer would on the review page. With an agent's key this
-        works only where no approved or global memory changes; otherwise the answer says a
-        reviewer must decide."""
-        options: dict[str, Any] = {"memoryId": memory_id, "reason": reason}
-        if content is not None:
-            options["content"] = content
-        pair = await client.resolve_conflict(conflict_id, action, **options)
-        return _result(f"Decided: {_pair_line(pair)}", dict(pair))
+    tool("list_conflicts", read_only=True, output=ConflictsFound)(conflict_tools.list_conflicts)
+    tool("get_conflict", read_only=True, output=Conflict)(conflict_tools.get_conflict)
+    tool("resolve_conflict", read_only=False, output=Conflict)(conflict_tools.resolve_conflict)
+    tool("get_preferences", read_only=True, output=Preferences)(preference_tools.get_preferences)
+    tool("set_preference", read_only=False, idempotent=True, output=Preference)(
+        preference_tools.set_preference
+    )
 
     @tool("memory_history", read_only=True, output=History)
     async def memory_history(
@@ -480,7 +387,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         """What happened to a memory, newest first: created, edited, approved, flagged,
         superseded, confidence moved by runs, each with who and why."""
         page = await client.memory_history(memory_id, limit=limit, cursor=cursor)
-        return _page(page, "events", _event_line, f"No history for #{memory_id}.")
+        return page_of(page, "events", event_line, f"No history for #{memory_id}.")
 
     tool("related", read_only=True, output=Related)(related)
 

@@ -180,11 +180,53 @@ class ContextMetadata(TypedDict, total=False):
     assemblyTimeMs: float
 
 
+class PreferenceGiven(TypedDict):
+    key: str
+    scope: Literal["project", "global"]
+    category: str
+    tokens: int
+    rank: int | None
+    reason: Literal["budget", "limit"] | None
+
+
 class Context(TypedDict):
     text: str
     items: list[ContextItem]
     dropped: list[Dropped]
+    preferences: list[PreferenceGiven]
     metadata: ContextMetadata
+
+
+class Preference(TypedDict):
+    id: int
+    userId: str
+    key: str
+    value: Any
+    category: str
+    scope: Literal["project", "global"]
+    status: Literal["pending", "approved", "rejected"]
+    updatedBy: str
+    updatedAt: str
+
+
+class Preferences(TypedDict):
+    userId: str
+    preferences: list[Preference]
+
+
+class PreferenceEvent(TypedDict):
+    key: str
+    action: str
+    changes: dict[str, Any]
+    actor: str
+    at: str
+
+
+class Erased(TypedDict):
+    userId: str
+    preferences: int
+    conversations: int
+    messages: int
 
 
 class Changes(TypedDict):
