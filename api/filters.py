@@ -10,7 +10,7 @@ import django_filters.fields
 from django import forms
 from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
@@ -18,6 +18,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
 
+from knowledge.models import EntityMention
 from memories.models import Memory, MemoryType, ReviewStatus, Source
 from memories.text import to_utc
 
@@ -81,6 +82,13 @@ class MemoryFilter(django_filters.FilterSet):
     q = django_filters.CharFilter(
         method="filter_text", help_text="Full-text search of the content (web-search syntax)."
     )
+    about = django_filters.CharFilter(
+        method="filter_about",
+        max_length=200,
+        help_text="Memories that mention this name: an entity the knowledge layer read in"
+        " them (a class, function, file, module or package, e.g. RetryQueue), or these words"
+        " in this order.",
+    )
     expiringBefore = UtcDateTimeFilter(
         field_name="expires_at", lookup_expr="lt", help_text="Memories expiring before this time."
     )
@@ -115,6 +123,16 @@ class MemoryFilter(django_filters.FilterSet):
             return queryset
         query = SearchQuery(value, search_type="websearch", config="english")
         return queryset.filter(search_vector=query)
+
+
+    def filter_about(self, queryset: QuerySet[Memory], name: str, value: str) -> QuerySet[Memory]:
+        value = value.strip()
+        if not value:
+            return queryset
+        # Through entity_key_unique (key first), then mention_entity_idx.
+        mentions = EntityMention.objects.filter(entity__key=value.lower()).values("memory_id")
+        words = SearchQuery(value, search_type="phrase", config="english")
+        return queryset.filter(Q(pk__in=mentions) | Q(search_vector=words))
 
 
 class CamelOrderingFilter(OrderingFilter):

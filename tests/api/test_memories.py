@@ -12,7 +12,7 @@ from api.serializers.memories import MemoryCreatedOut, MemoryOut, memory_out
 from memories import services
 from memories.actors import Actor
 from memories.models import Memory, MemoryEvent
-from tests.api.conftest import url
+from tests.api.conftest import client_with_key, url
 
 pytestmark = pytest.mark.django_db
 
@@ -299,3 +299,23 @@ def test_export_streams_memories_and_runs_as_json_lines(agent, project, make_mem
     assert lines[-1]["status"] == "succeeded"
     assert [g["memoryId"] for g in lines[-1]["given"]] == [memories[0].pk, memories[1].pk]
     assert lines[0]["confidence"] == 0.6
+
+
+def test_about_lists_the_memories_that_mention_a_name(agent, project, other_project):
+    def create(client, content, where=project):
+        answer = client.post(
+            url(where, "memories"), {"type": "learning", "content": content}, format="json"
+        )
+        assert answer.status_code == 201, answer.json()
+        return answer.json()["id"]
+
+    named = create(agent, "RetryQueue drops a job after three failed attempts.")
+    in_code = create(agent, "Call `RetryQueue.flush()` before shutting a worker down.")
+    words = create(agent, "The retry queue is drained nightly.")
+    create(agent, "Workers log to stdout.")
+    create(client_with_key(other_project), "RetryQueue is ours too.", other_project)
+    found = agent.get(url(project, "memories"), {"about": "RetryQueue"}).json()["memories"]
+    assert {m["id"] for m in found} == {named, in_code}
+    phrase = agent.get(url(project, "memories"), {"about": "retry queue"}).json()["memories"]
+    assert words in {m["id"] for m in phrase}
+    assert agent.get(url(project, "memories"), {"about": "x" * 201}).status_code == 400

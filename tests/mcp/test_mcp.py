@@ -262,6 +262,7 @@ def test_an_agent_keeps_a_users_preferences_and_recalls_with_them(transport, liv
                     "set_preference", {"user_id": "ana smith", "key": "language", "value": "de"}
                 ),
                 "guess": await client.call_tool("get_preferences", {"userId": "ana@example.com"}),
+                "about": await client.call_tool("search_memories", {"about": "cite the file"}),
             }
 
     seen = run(scenario)
@@ -279,6 +280,9 @@ def test_an_agent_keeps_a_users_preferences_and_recalls_with_them(transport, liv
     assert [p["rank"] for p in given] == [1, 2]
     assert seen["bad"].is_error
     assert "user_id" in seen["bad"].content[0].text
+    assert [m["content"] for m in seen["about"].structured_content["memories"]] == [
+        "Answers cite the file they change."
+    ]
     assert seen["guess"].is_error
     assert "did you mean `user_id`" in seen["guess"].content[0].text
 

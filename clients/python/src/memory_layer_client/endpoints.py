@@ -107,6 +107,7 @@ class Endpoints(PreferenceEndpoints):
         self,
         *,
         q: str | None = None,
+        about: str | None = None,
         type: MemoryType | None = None,
         tags: Iterable[str] | None = None,
         review_status: ReviewStatus | None = None,
@@ -117,10 +118,12 @@ class Endpoints(PreferenceEndpoints):
         limit: int | None = None,
         cursor: str | None = None,
     ) -> MemoryPage:
-        """A page of memories; ``q`` searches the text (web-search syntax). Pass the page's
-        ``next_cursor(page)`` as ``cursor`` for the next one."""
+        """A page of memories; ``q`` searches the text (web-search syntax), ``about`` finds
+        those that mention a name (an entity such as ``RetryQueue``, or a phrase). Pass the
+        page's ``next_cursor(page)`` as ``cursor`` for the next one."""
         params = {
             "q": q,
+            "about": about,
             "type": type,
             "tags": list(tags) if tags is not None else None,
             "reviewStatus": review_status,

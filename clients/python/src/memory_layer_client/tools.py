@@ -273,6 +273,14 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
             str,
             Field(description='Words to find (web-search syntax: "exact phrase", -not, or).'),
         ] = "",
+        about: Annotated[
+            str | None,
+            Field(
+                max_length=200,
+                description="Only memories that mention this name, e.g. 'RetryQueue' or"
+                " 'billing/invoice.py': what do we know about it?",
+            ),
+        ] = None,
         type: Annotated[MemoryTypeName | None, Field(description="Only this type.")] = None,
         tags: Annotated[list[str], Field(description="Only memories with any of these tags.")] = [],  # noqa: B006
         review_status: Annotated[
@@ -287,10 +295,11 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
             str | None, Field(description="From a previous answer's nextCursor: the next page.")
         ] = None,
     ) -> CallToolResult:
-        """Search and filter this project's memories by their full text, type, tags and
-        review state, newest first."""
+        """Search and filter this project's memories by their full text, the names they
+        mention (about), type, tags and review state, newest first."""
         page = await client.list_memories(
             q=query or None,
+            about=about,
             type=type,
             tags=tags or None,
             review_status=review_status,
