@@ -124,7 +124,6 @@ class MemoryFilter(django_filters.FilterSet):
         query = SearchQuery(value, search_type="websearch", config="english")
         return queryset.filter(search_vector=query)
 
-
     def filter_about(self, queryset: QuerySet[Memory], name: str, value: str) -> QuerySet[Memory]:
         value = value.strip()
         if not value:
