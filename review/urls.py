@@ -1,7 +1,17 @@
 from django.urls import path
 
 from review import entities
-from review.views import actions, conflicts, dashboard, memories, preview, queue, ranking, runs
+from review.views import (
+    actions,
+    conflicts,
+    dashboard,
+    memories,
+    preferences,
+    preview,
+    queue,
+    ranking,
+    runs,
+)
 
 app_name = "review"
 
@@ -21,6 +31,17 @@ urlpatterns = [
         f"{project}/ranking/<int:pk>/restore/",
         ranking.ranking_restore,
         name="ranking-restore",
+    ),
+    path(f"{project}/preferences/", preferences.project_preferences, name="preferences"),
+    path("preferences/", preferences.global_preferences, name="global-preferences"),
+    *(
+        path(
+            f"preferences/<int:pk>/{action}/",
+            preferences.decide_global_preference,
+            {"action": action},
+            name=f"global-preference-{action}",
+        )
+        for action in ("approve", "reject")
     ),
     path("conflicts/", conflicts.conflicts, name="conflicts"),
     path(f"{project}/conflicts/", conflicts.conflicts, name="project-conflicts"),

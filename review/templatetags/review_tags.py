@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -70,3 +71,9 @@ def readable(value: Any) -> str:
             return value
         return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M")
     return str(value)
+
+
+@register.filter
+def as_json(value: Any) -> str:
+    """A preference's value as JSON reads (a string as it is)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

@@ -10,6 +10,7 @@ import pytest
 
 from knowledge.models import Entity, MemoryPair
 from memories import services
+from people import preferences
 from tests.browser.conftest import SCREENSHOTS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,6 +34,14 @@ def world(project, make_memory, make_run, reviewer_actor, system_actor):
     run = make_run(project=project, external_id="run-a11y", task_title="Check the pages")
     services.run_give_memories(run=run, ranked=[(m.pk, 0.7) for m in memories[:2]])
     services.run_record_outcome(run=run, outcome="succeeded", actor=system_actor)
+    preferences.set_preference(
+        project=project, user_ref="ana@example.com", key="answer.length",
+        value={"max_sentences": 3, "lists": True}, category="style", actor=system_actor,
+    )  # fmt: skip
+    preferences.propose_global(
+        user_ref="ana@example.com", key="language", value="de", actor=system_actor,
+        proposed_in=project,
+    )  # fmt: skip
     return {
         "memory": memories[0],
         "run": run,
@@ -53,6 +62,8 @@ def pages(project, world):
         "runs": f"/review/projects/{slug}/runs/",
         "run": f"/review/projects/{slug}/runs/{world['run'].pk}/",
         "conflicts": f"/review/projects/{slug}/conflicts/",
+        "preferences": f"/review/projects/{slug}/preferences/",
+        "preferences-every-project": "/review/preferences/",
     }
     named = Entity.objects.get(project=project, key="src/core")  # the memories' tag glob
     found["entity"] = f"/review/entities/{named.pk}/"

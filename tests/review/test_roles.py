@@ -16,6 +16,8 @@ from knowledge.models import Entity, MemoryPair
 from memories import services
 from memories.actors import Actor
 from memories.models import Membership, Memory, MemoryPolicy, ReviewStatus, Role
+from people import preferences
+from people.models import Preference
 from tests.factories import MemoryFactory, ProjectFactory, RunFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -48,9 +50,12 @@ ROUTES = [
     ("undo", "post", None, {"events": "event"}, "reviewer"),
     ("entity", "get", "entity", None, "viewer"),
     ("entity-link", "post", "entity", {"action": "remove", "other": "entity"}, "reviewer"),
+    ("preferences", "get", "slug", None, "viewer"),
 ]
 # Pages of every project at once: each shows only what the person may see (below).
-ACROSS_PROJECTS = {"dashboard", "queue", "conflicts"}
+ACROSS_PROJECTS = {"dashboard", "queue", "conflicts", "global-preferences"}
+# Decisions on what holds for every project: reviewers of global memories only (below).
+GLOBAL_DECISIONS = {"global-preference-approve", "global-preference-reject"}
 
 
 @pytest.fixture
@@ -117,7 +122,7 @@ def call(client: Client, world, name: str, method: str, target: str | None, data
 def test_the_table_covers_every_review_url():
     review = get_resolver().namespace_dict["review"][1]
     names = {p.name for p in review.url_patterns if isinstance(p, URLPattern)}
-    assert names == {route[0] for route in ROUTES} | ACROSS_PROJECTS
+    assert names == {route[0] for route in ROUTES} | ACROSS_PROJECTS | GLOBAL_DECISIONS
 
 
 @pytest.mark.parametrize(("name", "method", "target", "data", "needs"), ROUTES)
@@ -203,3 +208,48 @@ def test_the_service_refuses_a_reviewer_of_another_project(world):
     with pytest.raises(Exception, match="reviewer role"):
         services.memories_approve(memory_ids=[world["a"]["memory"].pk], actor=Actor.for_user(user))
     assert Memory.objects.get(pk=world["a"]["memory"].pk).review_status == ReviewStatus.PENDING
+
+
+def test_preferences_for_every_project_are_decided_by_global_reviewers_only(world):
+    project = world["a"]["project"]
+    proposal = preferences.propose_global(
+        user_ref="ana", key="language", value="de", actor=Actor.system("t"), proposed_in=project
+    )
+    maintainer, _ = member(project, Role.MAINTAINER)
+    page = maintainer.get(reverse("review:global-preferences")).text
+    assert "language" in page  # their project proposed it
+    assert "a reviewer of global memories decides" in page
+    for action in ("approve", "reject"):
+        url = reverse(f"review:global-preference-{action}", args=[proposal.pk])
+        assert maintainer.post(url).status_code == 403
+    assert Preference.objects.get(pk=proposal.pk).status == "pending"
+    stranger, _ = member(world["b"]["project"], Role.MAINTAINER)
+    assert "language" not in stranger.get(reverse("review:global-preferences")).text
+    global_client, user = member(project, None)
+    user.user_permissions.add(Permission.objects.get(codename="review_global_memory"))
+    page = global_client.get(reverse("review:global-preferences")).text
+    assert "Approve" in page
+    approve = reverse("review:global-preference-approve", args=[proposal.pk])
+    assert global_client.post(approve).status_code == 302
+    assert Preference.objects.get(pk=proposal.pk).status == "approved"
+    # In force: every project's people read it.
+    assert "language" in stranger.get(reverse("review:global-preferences")).text
+    assert global_client.post(approve.replace(str(proposal.pk), "999999")).status_code == 404
+
+
+def test_a_projects_preferences_page_lists_its_users_preferences(world):
+    project = world["a"]["project"]
+    preferences.set_preference(
+        project=project, user_ref="ana", key="tone", value={"short": True}, actor=Actor.system("t")
+    )
+    preferences.set_preference(
+        project=world["b"]["project"],
+        user_ref="ana",
+        key="b-only",
+        value=1,
+        actor=Actor.system("t"),
+    )
+    viewer, _ = member(project, Role.VIEWER)
+    page = viewer.get(reverse("review:preferences", args=[project.slug]) + "?user=ana").text
+    assert "{&quot;short&quot;: true}" in page
+    assert "b-only" not in page
