@@ -6,6 +6,10 @@
 Seed first with bench/seed.py. For each size it measures cache off and cache on:
 p50, p95, p99 (ms) and requests per second over several rounds (the machine is noisy), and
 prints the median of each figure as a Markdown table.
+
+``--users N`` gives N users five preferences each in every project measured, and measures
+each case twice in the same round: without a user, and with each request naming one of them
+(the ``## Preferences`` section before the memories).
 """
 
 from __future__ import annotations
@@ -134,18 +138,49 @@ def stop_server(server: subprocess.Popen) -> None:
     server.wait(timeout=30)
 
 
-def request_body(rng: random.Random, names: list[str], repeat: bool) -> bytes:
+def request_body(rng: random.Random, names: list[str], repeat: bool, users: int = 0) -> bytes:
     if repeat:  # cache on: agents asking again for the same task
         rng = random.Random(rng.randint(0, 9))
     area = rng.choice(names)
-    return json.dumps(
-        {
-            "writeScope": [f"src/{area}/{rng.choice(FILES)}.py"],
-            "intent": rng.choice(INTENTS),
-            "tokenBudget": 2000,
-            "responseReserve": 500,
-        }
-    ).encode()
+    body = {
+        "writeScope": [f"src/{area}/{rng.choice(FILES)}.py"],
+        "intent": rng.choice(INTENTS),
+        "tokenBudget": 2000,
+        "responseReserve": 500,
+    }
+    if users:
+        body["userId"] = f"user-{rng.randrange(users)}"
+    return json.dumps(body).encode()
+
+
+PREFERENCES = [
+    ("language", "de", "style"),
+    ("answer.length", {"max_sentences": 4}, "style"),
+    ("tests", "pytest -x before every commit", "tools"),
+    ("editor", {"name": "vim", "tabs": False}, "tools"),
+    ("review", "small pull requests, one change each", "process"),
+]
+
+
+def seed_users(size: int, users: int) -> None:
+    """Five preferences for each of ``users`` users of the project (replaced if there)."""
+    from memories.models import Project
+    from people.models import Preference
+
+    project = Project.objects.get(slug=f"bench-{size}")
+    Preference.objects.filter(project=project).delete()
+    Preference.objects.bulk_create(
+        Preference(
+            project=project,
+            user_ref=f"user-{n}",
+            key=key,
+            value=value,
+            category=category,
+            updated_by="bench",
+        )
+        for n in range(users)
+        for key, value, category in PREFERENCES
+    )
 
 
 # Several agents at once are played by wrk when it is installed (C, event-driven): it needs
@@ -243,11 +278,12 @@ def load(
     concurrency: int,
     repeat: bool,
     ids: list[int] | None = None,
+    users: int = 0,
 ) -> dict:
     """Agents asking for context for ``seconds``. One agent alone (``ids`` given) also reads
     one memory by id after each request, so that the two are measured side by side in the
     same moments of the machine; each answer's tokens are checked against its budget."""
-    if generator(concurrency) == "wrk":
+    if generator(concurrency) == "wrk" and not users:
         return load_wrk(size, token, seconds, concurrency, repeat)
     names = areas(size)
     latencies: list[float] = []
@@ -269,7 +305,7 @@ def load(
         late = 0
         over = 0
         while time.perf_counter() < deadline:
-            body = request_body(rng, names, repeat)
+            body = request_body(rng, names, repeat, users)
             started = time.perf_counter()
             connection.request("POST", f"/api/projects/bench-{size}/context", body, headers)
             response = connection.getresponse()
@@ -337,8 +373,18 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=3, help="each figure is the median of this many rounds"
     )
+    parser.add_argument(
+        "--users",
+        type=int,
+        default=0,
+        help="also measure requests that name one of this many users (five preferences each)",
+    )
     args = parser.parse_args()
     django_setup()
+    if args.users:
+        for size in (int(s) for s in args.sizes.split(",")):
+            seed_users(size, args.users)
+    variants = [0, args.users] if args.users else [0]
     described = database_settings()
     runs: dict[tuple[int, str, int], list[dict]] = {}
     flusher = UsesFlusher()
@@ -354,11 +400,14 @@ def main() -> None:
                         ids = memory_ids(size)
                         for agents in (int(c) for c in args.concurrency.split(",")):
                             alone = ids if agents == 1 else None
-                            load(size, token, 2, agents, cache_seconds > 0, alone)  # warm up
-                            result = load(
-                                size, token, args.seconds, agents, cache_seconds > 0, alone
-                            )
-                            runs.setdefault((size, label, agents), []).append(result)
+                            for users in variants:
+                                repeat = cache_seconds > 0
+                                load(size, token, 2, agents, repeat, alone, users)  # warm up
+                                result = load(
+                                    size, token, args.seconds, agents, repeat, alone, users
+                                )
+                                named = f"{label}, user" if users else label
+                                runs.setdefault((size, named, agents), []).append(result)
                 finally:
                     stop_server(server)
     finally:
