@@ -25,7 +25,9 @@ def save(project, *texts: str, user: str = "ana", **options):
         project=project,
         user_id=user,
         agent_id=options.pop("agent", "helper-1"),
-        messages=[NewMessage("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(texts)],
+        messages=[
+            NewMessage("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(texts)
+        ],
         **options,
     )
 
