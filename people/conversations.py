@@ -18,7 +18,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -273,30 +273,32 @@ RETENTION_DEFAULT = MemoryPolicy._meta.get_field("conversation_retention_days").
 # conversations are then updated by one writer, in no order that could deadlock another.
 PRUNE_LOCK = 0x636F6E76  # "conv"
 
-# Each project's cut-off: its messages sent before it are past the retention.
-_CUTOFFS = f"""
+# The projects with messages past their retention, and each one's cut-off (one index probe
+# a project).
+_DUE = f"""
+SELECT c.project_id, c.before FROM (
     SELECT pr.id AS project_id, %(now)s - make_interval(days =>
         coalesce(p.conversation_retention_days, %(default_days)s)) AS before
-    FROM {PROJECTS} pr LEFT JOIN {POLICIES} p ON p.project_id = pr.id"""
-# One batch: up to ``batch`` messages past their project's retention, oldest first in each
-# project (through the index on project and time), skipping rows a writer holds; deleted
-# with the conversations' counts lowered in the same statement.
+    FROM {PROJECTS} pr LEFT JOIN {POLICIES} p ON p.project_id = pr.id
+) c
+WHERE EXISTS (
+    SELECT 1 FROM {MESSAGES} m WHERE m.project_id = c.project_id AND m.sent_at < c.before)
+ORDER BY c.project_id"""
+# One batch of one project: its oldest ``batch`` messages past the cut-off, read through the
+# index on project and time from where the last batch ended (so no batch reads the entries
+# its predecessors deleted), rows a writer holds skipped; deleted by id, with their
+# conversations' counts lowered, in one statement. Answers how many went and the time of
+# the last.
 _PRUNE_MESSAGES = f"""
-WITH cutoffs AS ({_CUTOFFS}),
-doomed AS (
-    SELECT old.id FROM cutoffs c CROSS JOIN LATERAL (
-        SELECT m.id FROM {MESSAGES} m
-        WHERE m.project_id = c.project_id AND m.sent_at < c.before
-        ORDER BY m.sent_at LIMIT %(batch)s
-    ) old
-    LIMIT %(batch)s
+WITH doomed AS (
+    SELECT m.id FROM {MESSAGES} m
+    WHERE m.project_id = %(project)s AND m.sent_at >= %(since)s AND m.sent_at < %(before)s
+    ORDER BY m.sent_at LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
 ),
 gone AS (
-    DELETE FROM {MESSAGES} m USING (
-        SELECT id FROM {MESSAGES} WHERE id IN (SELECT id FROM doomed) FOR UPDATE SKIP LOCKED
-    ) locked
-    WHERE m.id = locked.id
-    RETURNING m.conversation_id, m.project_id
+    DELETE FROM {MESSAGES} m WHERE m.id = ANY(ARRAY(SELECT id FROM doomed))
+    RETURNING m.conversation_id, m.sent_at
 ),
 counted AS (
     UPDATE {CONVERSATIONS} c SET message_count = greatest(c.message_count - g.n, 0)
@@ -304,25 +306,22 @@ counted AS (
     WHERE c.id = g.conversation_id
     RETURNING c.id
 )
-SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM counted)"""
-# Conversations left with no message whose last one was past the retention (through the
-# index on project and last message time); one an append holds is left for the next run.
+SELECT (SELECT count(*) FROM gone), (SELECT max(sent_at) FROM gone),
+    (SELECT count(*) FROM counted)"""
+# A project's conversations left with no message whose last one was past the retention
+# (through the index on project and last message time); one an append holds is left for the
+# next run. The count is checked on the locked row, so an append that just committed keeps
+# its conversation.
 _PRUNE_CONVERSATIONS = f"""
-WITH cutoffs AS ({_CUTOFFS}),
-empty AS (
-    SELECT old.id FROM cutoffs c CROSS JOIN LATERAL (
-        SELECT v.id FROM {CONVERSATIONS} v
-        WHERE v.project_id = c.project_id AND v.last_message_at < c.before
-        ORDER BY v.last_message_at LIMIT %(batch)s
-    ) old
-    LIMIT %(batch)s
+WITH empty AS (
+    SELECT v.id FROM {CONVERSATIONS} v
+    WHERE v.project_id = %(project)s AND v.last_message_at < %(before)s
+        AND v.message_count = 0
+    ORDER BY v.last_message_at LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
 ),
 gone AS (
-    DELETE FROM {CONVERSATIONS} v USING (
-        SELECT id FROM {CONVERSATIONS} WHERE id IN (SELECT id FROM empty)
-        ORDER BY id FOR UPDATE SKIP LOCKED
-    ) locked
-    WHERE v.id = locked.id AND v.message_count = 0
+    DELETE FROM {CONVERSATIONS} v WHERE v.id = ANY(ARRAY(SELECT id FROM empty))
         AND NOT EXISTS (SELECT 1 FROM {MESSAGES} m WHERE m.conversation_id = v.id)
     RETURNING v.id
 )
@@ -349,30 +348,54 @@ def conversations_prune(
     clock: Callable[[], float] = time.monotonic,
 ) -> Pruned:
     """Delete the messages older than their project's retention
-    (``MemoryPolicy.conversation_retention_days``), in batches of ``batch_size`` (each its
-    own transaction), then the conversations left with none. Running it again finds nothing
-    to do; a second prune at once returns at once (``busy``). ``deadline``: a time of
-    ``clock`` (time.monotonic) after which no new batch starts."""
+    (``MemoryPolicy.conversation_retention_days``), project by project in batches of
+    ``batch_size`` (each its own transaction), then the conversations left with none.
+    Running it again finds nothing to do; a second prune at once returns at once (``busy``).
+    ``deadline``: a time of ``clock`` after which no new batch starts."""
     now = now or timezone.now()
-    params = {"now": now, "default_days": RETENTION_DEFAULT, "batch": batch_size}
     result = Pruned()
-    for statement, kind in ((_PRUNE_MESSAGES, "messages"), (_PRUNE_CONVERSATIONS, "conv")):
+    with connection.cursor() as cursor:
+        cursor.execute(_DUE, {"now": now, "default_days": RETENTION_DEFAULT})
+        due = cursor.fetchall()
+    for project_id, before in due:
+        params = {"project": project_id, "before": before, "batch": batch_size}
+        since = datetime.min.replace(tzinfo=UTC)
         while True:
-            if deadline is not None and clock() >= deadline:
-                result.finished = False
+            found = _batch(result, _PRUNE_MESSAGES, {**params, "since": since}, clock, deadline)
+            if found is None:
                 return result
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [PRUNE_LOCK])
-                if not cursor.fetchone()[0]:
-                    result.busy, result.finished = True, False
-                    return result
-                cursor.execute(statement, params)
-                deleted = cursor.fetchone()[0]
-            result.batches += 1
-            if kind == "messages":
-                result.messages += deleted
-            else:
-                result.conversations += deleted
-            if deleted < batch_size:
+            result.messages += found[0]
+            if found[0] < batch_size:
+                break
+            since = found[1]
+        while True:
+            found = _batch(result, _PRUNE_CONVERSATIONS, params, clock, deadline)
+            if found is None:
+                return result
+            result.conversations += found[0]
+            if found[0] < batch_size:
                 break
     return result
+
+
+def _batch(
+    result: Pruned,
+    statement: str,
+    params: dict[str, Any],
+    clock: Callable[[], float],
+    deadline: float | None,
+) -> tuple[Any, ...] | None:
+    """One batch in its own transaction, under the prune's lock; None (and ``result`` says
+    why) when the deadline has passed or another prune holds the lock."""
+    if deadline is not None and clock() >= deadline:
+        result.finished = False
+        return None
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [PRUNE_LOCK])
+        if not cursor.fetchone()[0]:
+            result.busy, result.finished = True, False
+            return None
+        cursor.execute(statement, params)
+        found: tuple[Any, ...] = cursor.fetchone()
+    result.batches += 1
+    return found
