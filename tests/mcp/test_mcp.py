@@ -39,6 +39,11 @@ TOOLS = {
     "resolve_conflict",
     "memory_history",
     "related",
+    "save_conversation",
+    "append_messages",
+    "get_conversation",
+    "search_conversations",
+    "distill_conversation",
 }
 MEMORY_LAYER_MCP = shutil.which("memory-layer-mcp", path=str(Path(sys.executable).parent))
 

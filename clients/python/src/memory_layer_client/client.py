@@ -122,6 +122,7 @@ class MemoryLayerClient:
 
     _project_path = Endpoints._project_path
     _memory_path = Endpoints._memory_path
+    _conversations_path = Endpoints._conversations_path
 
     def __init__(
         self,
@@ -179,6 +180,12 @@ class MemoryLayerClient:
     report_changes = _blocking(Endpoints.report_changes)
     list_entities = _blocking(Endpoints.list_entities)
     get_entity = _blocking(Endpoints.get_entity)
+    save_conversation = _blocking(Endpoints.save_conversation)
+    append_messages = _blocking(Endpoints.append_messages)
+    get_conversation = _blocking(Endpoints.get_conversation)
+    list_conversations = _blocking(Endpoints.list_conversations)
+    search_conversations = _blocking(Endpoints.search_conversations)
+    distill_conversation = _blocking(Endpoints.distill_conversation)
 
     def close(self) -> None:
         self._http.close()

@@ -20,7 +20,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from memory_layer_client import errors
+from memory_layer_client import conversation_tools, errors
 from memory_layer_client.arguments import INVALID, strict, without_client
 from memory_layer_client.client import AsyncMemoryLayerClient
 from memory_layer_client.related import related
@@ -483,6 +483,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         return _page(page, "events", _event_line, f"No history for #{memory_id}.")
 
     tool("related", read_only=True, output=Related)(related)
+    conversation_tools.register(tool)
 
     return MCPServer(
         "memory-layer",
