@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import connection
 
@@ -110,7 +111,7 @@ def rank(
     return ranked[:limit]
 
 
-def _rows(sql: str, params: dict[str, object]) -> list[tuple]:
+def _rows(sql: str, params: dict[str, Any]) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
@@ -121,7 +122,7 @@ def conversations_search(
 ) -> list[Hit]:
     """The project's conversations (of ``user_id`` if given) that match ``q`` by words or by
     meaning, best first, each with its best matching messages. Four queries at most."""
-    params: dict[str, object] = {
+    params: dict[str, Any] = {
         "project": project.pk,
         "user": user_id,
         "q": q,

@@ -139,7 +139,7 @@ def _insert(conversation: Conversation, messages: list[NewMessage], first: int) 
             position=first + offset,
             role=m.role,
             content=m.content,
-            sent_at=m.sent_at,
+            sent_at=m.sent_at or timezone.now(),
             embedding_model=model if vector is not None else "",
             vector=vector,
         )
