@@ -10,6 +10,8 @@ from knowledge.models import Entity, MemoryPair
 from memories import services
 from memories.actors import Actor
 from memories.models import ApiKey, Memory
+from people import conversations
+from people.conversations import NewMessage
 from tests.api.conftest import client_with_key, url
 
 pytestmark = pytest.mark.django_db
@@ -40,6 +42,11 @@ PROJECT_ROUTES = [
     ("post", "context", {"tokenBudget": 100}),
     ("get", "entities", None),
     ("get", "entities/{entity}", None),
+    ("get", "conversations", None),
+    ("post", "conversations", {"agentId": "a", "userId": "u", "messages": []}),
+    ("get", "conversations/{conversation}", None),
+    ("post", "conversations/{conversation}/messages", {"messages": []}),
+    ("post", "conversations/{conversation}/distill", None),
 ]
 
 
@@ -56,6 +63,7 @@ def test_the_table_covers_every_project_route():
         .replace("{run}", "<id:run_id>")
         .replace("{conflict}", "<id:conflict_id>")
         .replace("{entity}", "<id:entity_id>")
+        .replace("{conversation}", "<id:conversation_id>")
         for _, path, _ in PROJECT_ROUTES
     }
     assert routes == table
@@ -84,7 +92,16 @@ def test_a_key_of_project_a_gets_404_on_every_url_of_project_b(
     other, memory, run, pair = project_b
     target = other.slug if ref == "slug" else str(other.pk)
     entity = Entity.objects.create(project=other, name="BSecret", key="bsecret", kind="code")
-    where = path.format(memory=memory.pk, run=run.pk, conflict=pair.pk, entity=entity.pk)
+    conversation, _ = conversations.conversation_save(
+        project=other, user_id="u", agent_id="a", messages=[NewMessage("user", SECRET)]
+    )
+    where = path.format(
+        memory=memory.pk,
+        run=run.pk,
+        conflict=pair.pk,
+        entity=entity.pk,
+        conversation=conversation.pk,
+    )
     address = url(target, where).rstrip("/")
     response = getattr(agent, method)(address, body, format="json")
     missing = getattr(agent, method)(
@@ -98,6 +115,7 @@ def test_a_key_of_project_a_gets_404_on_every_url_of_project_b(
     stored = Memory.objects.get(pk=memory.pk)
     assert (stored.content, stored.confidence, stored.active) == (SECRET, 0.5, True)
     assert MemoryPair.objects.get(pk=pair.pk).status == "open"
+    assert conversation.messages.count() == 1
 
 
 def test_a_key_lists_only_its_own_project(agent, project, project_b):
