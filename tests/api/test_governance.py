@@ -27,6 +27,9 @@ from memories.models import (
     RunMemory,
     Tier,
 )
+from people import conversations
+from people.conversations import NewMessage
+from people.models import Conversation, Message
 from tests.api.conftest import client_with_key, url
 from tests.factories import MemoryFactory, ProjectFactory, RunFactory, UserFactory
 
@@ -160,7 +163,8 @@ def test_the_review_pages_and_the_admin_hide_a_pending_proposal_from_others(two)
 
 # --- viewers read and never write --------------------------------------------------------------
 
-MEMORY, RUN, PAIR, GLOBAL = "memory", "run", "pair", "global"
+MEMORY, RUN, PAIR, GLOBAL, CONVERSATION = "memory", "run", "pair", "global", "conversation"
+CHAT = [{"role": "user", "content": "Always tag releases."}]
 # (URL name, method, what its arguments are, a body a reviewer's call would be valid with)
 WRITES = [
     ("memories", "post", None, {"type": "pattern", "content": "x"}),
@@ -180,6 +184,9 @@ WRITES = [
     ("global-memories", "post", None, {"type": "pattern", "content": "Global words."}),
     ("global-memory-approve", "patch", GLOBAL, None),
     ("global-memory-reject", "patch", GLOBAL, {"reason": "no"}),
+    ("conversations", "post", None, {"agentId": "a", "userId": "u", "messages": CHAT}),
+    ("conversation-messages", "post", CONVERSATION, {"messages": CHAT}),
+    ("conversation-distill", "post", CONVERSATION, None),
 ]
 # What only reads, or is not the API's own (its schema and docs; any other path).
 READ_ONLY = {"projects", "project", "memory-history", "conflicts", "conflict", "run", "export"}
@@ -211,8 +218,12 @@ def world(two):
     proposal = client_with_key(alpha).post(
         "/api/memories/global", {"type": "pattern", "content": "Use UTC."}, format="json"
     )
+    conversation, _ = conversations.conversation_save(
+        project=alpha, user_id="u", agent_id="a", messages=[NewMessage("user", "We use UTC.")]
+    )
     return {
         "project": alpha,
+        CONVERSATION: conversation,
         MEMORY: memory,
         "other": other,
         PAIR: pair,
@@ -232,6 +243,8 @@ def _stored():
         sorted(Run.objects.values_list("id", "status", "prompt_hash")),
         RunMemory.objects.count(),
         sorted(MemoryPair.objects.values_list("id", "status")),
+        sorted(Conversation.objects.values_list("id", "message_count")),
+        Message.objects.count(),
     )
 
 
@@ -255,6 +268,9 @@ def _call(client, world, name, method, target, body):
         "global-memories": "",
         "global-memory-approve": f"/{world[GLOBAL].pk}/approve",
         "global-memory-reject": f"/{world[GLOBAL].pk}/reject",
+        "conversations": "/conversations",
+        "conversation-messages": f"/conversations/{world[CONVERSATION].pk}/messages",
+        "conversation-distill": f"/conversations/{world[CONVERSATION].pk}/distill",
     }[name]
     if body is not None:
         body = {
