@@ -265,25 +265,30 @@ def test_query_counts(agent, project, django_assert_num_queries):
         assert agent.get(url(project, "conversations"), {"q": "log in"}).status_code == 200
 
 
-def test_query_count_of_a_distillation(agent, project, django_assert_num_queries):
+def test_query_count_of_a_distillation(
+    agent, project, django_assert_num_queries, django_assert_max_num_queries
+):
     saved = save(agent, project)
     distill = url(project, "conversations", saved["id"], "distill")
-    agent.post(distill, {"learnings": ["Warm the cache first."]}, format="json")
+    agent.post(distill)  # proposes "Always answer in German, please."
     # One proposal: the key, the slot, the conversation, the known texts asked once, the
     # store's write of a new memory (its history, embedding, repeats and entities), the hold
-    # until review (locked, updated, its history), the slot given back.
-    with django_assert_num_queries(26):
+    # until review (locked, updated, its history), the slot given back. At most: the store's
+    # readers keep some of what they read per process (23 when warm).
+    with django_assert_max_num_queries(26):
         one = agent.post(distill, {"learnings": ["Rotate the logs weekly."]}, format="json")
     assert one.status_code == 201
-    # Read from the conversation: its user messages read at once, whatever its length.
-    for _ in range(20):
+    for _ in range(5):
         agent.post(
             url(project, "conversations", saved["id"], "messages"),
             {"messages": [{"role": "user", "content": "Thanks."}] * 50},
             format="json",
         )
-    # Nothing new: the key, the slot, the conversation, its user messages, the known texts
-    # (in a savepoint), the slot given back.
-    with django_assert_num_queries(7):
+    # Nothing new in 252 user messages: the key, the slot, the conversation; in a savepoint
+    # its user messages at once and the known texts; the slot given back.
+    with django_assert_num_queries(8):
         known = agent.post(distill)
-    assert known.json()["known"] == ["Always answer in German, please."]
+    assert (known.json()["memories"], known.json()["known"]) == (
+        [],
+        ["Always answer in German, please."],
+    )
