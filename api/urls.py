@@ -1,7 +1,7 @@
 from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api import changes, conflicts, entities, preferences, runs, views
+from api import changes, conflicts, conversations, entities, preferences, runs, views
 from api.context import ContextView
 from api.errors import api_not_found
 
@@ -24,6 +24,7 @@ app_name = "api"
 project = "projects/<slug:project>"
 memory = f"{project}/memories/<id:memory_id>"
 user = f"{project}/users/<str:user>"
+conversation = f"{project}/conversations/<id:conversation_id>"
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -60,6 +61,23 @@ urlpatterns = [
     path(f"{project}/runs", runs.RunCreate.as_view(), name="runs"),
     path(f"{project}/runs/<id:run_id>", runs.RunDetail.as_view(), name="run"),
     path(f"{project}/runs/<id:run_id>/outcome", runs.RunOutcome.as_view(), name="run-outcome"),
+    # Conversations: saved, appended to, read, listed or searched, distilled for review.
+    path(
+        f"{project}/conversations",
+        conversations.ConversationListCreate.as_view(),
+        name="conversations",
+    ),
+    path(conversation, conversations.ConversationDetail.as_view(), name="conversation"),
+    path(
+        f"{conversation}/messages",
+        conversations.ConversationMessages.as_view(),
+        name="conversation-messages",
+    ),
+    path(
+        f"{conversation}/distill",
+        conversations.ConversationDistill.as_view(),
+        name="conversation-distill",
+    ),
     path(f"{project}/export", views.ProjectExport.as_view(), name="export"),
     path(f"{project}/context", ContextView.as_view(), name="context"),
     path("memories/global", views.GlobalMemories.as_view(), name="global-memories"),

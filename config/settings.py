@@ -251,6 +251,7 @@ CELERY_BEAT_SCHEDULE = {
         ("consolidate_memories", 6 * _HOUR),
         ("find_conflicts", 6 * _HOUR),
         ("compress_memories", 24 * _HOUR),
+        ("prune_conversations", 24 * _HOUR),
     ]
 }
 

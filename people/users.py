@@ -12,21 +12,27 @@ from django.core.exceptions import ValidationError
 from memories.secrets import scrub
 from people.models import USER_REF_MAX
 
-# A user id travels in URLs: letters, digits and the signs an email or an account id uses.
-USER_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:+-]*")
+# A user's and an agent's id: as the calling system names them, from a safe alphabet (they
+# appear in URLs, logs and review pages).
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+\-]*$"
+ID_RULE = "letters, digits and . _ : @ + -, starting with a letter or digit"
+_ID = re.compile(ID_PATTERN)
+
+
+def identifier(value: object, name: str, limit: int) -> str:
+    """An id as the calling system names it, or a ValidationError saying what to fix."""
+    if not isinstance(value, str) or not value:
+        raise ValidationError({name: f"Give the {name} as a non-empty string."})
+    if len(value) > limit:
+        raise ValidationError({name: f"At most {limit} characters (got {len(value)})."})
+    if not _ID.match(value):
+        raise ValidationError({name: f"Use {ID_RULE} (got {value!r})."})
+    return value
 
 
 def clean_user_ref(value: object, field_name: str = "userId") -> str:
-    """A user id as the caller's system names them, checked."""
-    if not isinstance(value, str) or not value:
-        raise ValidationError({field_name: "A user id is required, as your system names the user."})
-    if len(value) > USER_REF_MAX:
-        raise ValidationError({field_name: f"At most {USER_REF_MAX} characters."})
-    if not USER_REF.fullmatch(value):
-        raise ValidationError(
-            {field_name: "Letters, digits and _ . @ : + - only, starting with a letter or a digit."}
-        )
-    return value
+    """A user's id as the API takes it (``userId``), checked."""
+    return identifier(value, field_name, USER_REF_MAX)
 
 
 def scrub_json(value: Any, field_name: str, mode: str) -> Any:

@@ -45,6 +45,11 @@ JOBS = {
         Job("clear_run_scratch", "Clearing finished runs' scratch notes", tasks.clear_run_scratch),
         Job("find_conflicts", "Finding repeats and conflicts", tasks.find_conflicts),
         Job("flush_memory_uses", "Writing the uses of memories", tasks.flush_memory_uses),
+        Job(
+            "prune_conversations",
+            "Pruning conversations past their retention",
+            tasks.prune_conversations,
+        ),
         Job("fit_ranking", "Fitting the ranking to what agents used", "ops.fit_ranking"),
     ]
 }

@@ -10,6 +10,7 @@ from memories.services import uses
 from policies.compression import compress_memories_task as compress_memories
 from policies.conflicts import find_conflicts_task as find_conflicts
 from policies.consolidation import consolidate_memories_task as consolidate_memories
+from policies.conversations import prune_conversations_task as prune_conversations
 from policies.decay import decay_memories_task as decay_memories
 from policies.eviction import evict_memories_task as evict_memories
 from policies.expiry import expire_memories_task as expire_memories
@@ -26,6 +27,7 @@ __all__ = [
     "expire_memories",
     "find_conflicts",
     "flush_memory_uses",
+    "prune_conversations",
     "update_tiers",
 ]
 

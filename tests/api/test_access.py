@@ -10,6 +10,8 @@ from knowledge.models import Entity, MemoryPair
 from memories import services
 from memories.actors import Actor
 from memories.models import ApiKey, Memory
+from people import conversations
+from people.conversations import NewMessage
 from people.models import Preference
 from tests.api.conftest import client_with_key, url
 
@@ -47,6 +49,11 @@ PROJECT_ROUTES = [
     ("put", "users/{user}/preferences/{key}", {"value": "x"}),
     ("delete", "users/{user}/preferences/{key}", None),
     ("get", "users/{user}/preferences/{key}/history", None),
+    ("get", "conversations", None),
+    ("post", "conversations", {"agentId": "a", "userId": "u", "messages": []}),
+    ("get", "conversations/{conversation}", None),
+    ("post", "conversations/{conversation}/messages", {"messages": []}),
+    ("post", "conversations/{conversation}/distill", None),
 ]
 
 
@@ -65,6 +72,7 @@ def test_the_table_covers_every_project_route():
         .replace("{entity}", "<id:entity_id>")
         .replace("{user}", "<str:user>")
         .replace("{key}", "<str:key>")
+        .replace("{conversation}", "<id:conversation_id>")
         for _, path, _ in PROJECT_ROUTES
     }
     assert routes == table
@@ -96,8 +104,17 @@ def test_a_key_of_project_a_gets_404_on_every_url_of_project_b(
     other, memory, run, pair = project_b
     target = other.slug if ref == "slug" else str(other.pk)
     entity = Entity.objects.create(project=other, name="BSecret", key="bsecret", kind="code")
+    conversation, _ = conversations.conversation_save(
+        project=other, user_id="u", agent_id="a", messages=[NewMessage("user", SECRET)]
+    )
     where = path.format(
-        memory=memory.pk, run=run.pk, conflict=pair.pk, entity=entity.pk, user="bob", key="language"
+        memory=memory.pk,
+        run=run.pk,
+        conflict=pair.pk,
+        entity=entity.pk,
+        conversation=conversation.pk,
+        user="bob",
+        key="language",
     )
     address = url(target, where).rstrip("/")
     response = getattr(agent, method)(address, body, format="json")
@@ -113,6 +130,7 @@ def test_a_key_of_project_a_gets_404_on_every_url_of_project_b(
     assert (stored.content, stored.confidence, stored.active) == (SECRET, 0.5, True)
     assert MemoryPair.objects.get(pk=pair.pk).status == "open"
     assert Preference.objects.get(project=other, user_ref="bob").value == SECRET
+    assert conversation.messages.count() == 1
 
 
 def test_a_key_lists_only_its_own_project(agent, project, project_b):

@@ -27,7 +27,9 @@ from memories.models import (
     RunMemory,
     Tier,
 )
-from people.models import Preference, PreferenceEvent
+from people import conversations
+from people.conversations import NewMessage
+from people.models import Conversation, Message, Preference, PreferenceEvent
 from tests.api.conftest import client_with_key, url
 from tests.factories import MemoryFactory, ProjectFactory, RunFactory, UserFactory
 
@@ -161,7 +163,8 @@ def test_the_review_pages_and_the_admin_hide_a_pending_proposal_from_others(two)
 
 # --- viewers read and never write --------------------------------------------------------------
 
-MEMORY, RUN, PAIR, GLOBAL = "memory", "run", "pair", "global"
+MEMORY, RUN, PAIR, GLOBAL, CONVERSATION = "memory", "run", "pair", "global", "conversation"
+CHAT = [{"role": "user", "content": "Always tag releases."}]
 PROPOSAL = "proposal"
 # (URL name, method, what its arguments are, a body a reviewer's call would be valid with)
 WRITES = [
@@ -188,6 +191,9 @@ WRITES = [
     ("global-preferences", "post", None, {"userId": "bob", "key": "tone", "value": "short"}),
     ("global-preference-approve", "patch", PROPOSAL, None),
     ("global-preference-reject", "patch", PROPOSAL, None),
+    ("conversations", "post", None, {"agentId": "a", "userId": "u", "messages": CHAT}),
+    ("conversation-messages", "post", CONVERSATION, {"messages": CHAT}),
+    ("conversation-distill", "post", CONVERSATION, None),
 ]
 # What only reads, or is not the API's own (its schema and docs; any other path).
 READ_ONLY = {
@@ -230,9 +236,13 @@ def world(two):
         {"userId": "bob", "key": "language", "value": "de"},
         format="json",
     )
+    conversation, _ = conversations.conversation_save(
+        project=alpha, user_id="u", agent_id="a", messages=[NewMessage("user", "We use UTC.")]
+    )
     return {
         "project": alpha,
         PROPOSAL: proposed.json()["id"],
+        CONVERSATION: conversation,
         MEMORY: memory,
         "other": other,
         PAIR: pair,
@@ -254,6 +264,8 @@ def _stored():
         sorted(MemoryPair.objects.values_list("id", "status")),
         sorted(Preference.objects.values_list("id", "value", "status")),
         PreferenceEvent.objects.count(),
+        sorted(Conversation.objects.values_list("id", "message_count")),
+        Message.objects.count(),
     )
 
 
@@ -288,6 +300,9 @@ def _call(client, world, name, method, target, body):
         "global-preferences": "",
         "global-preference-approve": f"/{world[PROPOSAL]}/approve",
         "global-preference-reject": f"/{world[PROPOSAL]}/reject",
+        "conversations": "/conversations",
+        "conversation-messages": f"/conversations/{world[CONVERSATION].pk}/messages",
+        "conversation-distill": f"/conversations/{world[CONVERSATION].pk}/distill",
     }[name]
     if body is not None:
         body = {

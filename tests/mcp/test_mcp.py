@@ -42,6 +42,11 @@ TOOLS = {
     "related",
     "get_preferences",
     "set_preference",
+    "save_conversation",
+    "append_messages",
+    "get_conversation",
+    "search_conversations",
+    "distill_conversation",
 }
 MEMORY_LAYER_MCP = shutil.which("memory-layer-mcp", path=str(Path(sys.executable).parent))
 

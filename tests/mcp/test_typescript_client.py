@@ -22,6 +22,7 @@ import pytest
 
 from knowledge.models import MemoryPair
 from memories.models import Memory, MemoryEvent, Run
+from people.models import Conversation
 from tests.mcp.test_mcp import MEMORY_LAYER_MCP, TOOLS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -128,6 +129,23 @@ def test_the_typescript_sdk_calls_every_tool(
     related = calls["related"]["structuredContent"]["entities"]
     assert related[0]["name"] == "src/db"
     assert [m["id"] for m in related[0]["memories"]] == [memory.pk]
+
+    conversation = Conversation.objects.get(pk=seen["conversationId"])
+    assert (conversation.project_id, conversation.user_ref, conversation.message_count) == (
+        project.pk,
+        "user-7",
+        2,
+    )
+    assert calls["get_conversation"]["structuredContent"]["messages"][1]["content"] == (
+        "Noted: reports read the staging replica."
+    )
+    found = calls["search_conversations"]["structuredContent"]["conversations"]
+    assert [c["id"] for c in found] == [conversation.pk]
+    (proposed,) = calls["distill_conversation"]["structuredContent"]["memories"]
+    assert Memory.objects.get(pk=proposed["id"]).content == (
+        "Always use the staging replica for reports."
+    )
+    assert (proposed["reviewStatus"], proposed["active"]) == ("pending", False)
 
     guessed = calls["unknown_argument"]
     assert guessed["isError"]

@@ -97,12 +97,28 @@ try {
     category: "style",
   });
   await call("get_preferences", "get_preferences", { user_id: "u-7" });
+  const saved = await call("save_conversation", "save_conversation", {
+    agent_id: "ts-agent",
+    user_id: "user-7",
+    messages: [{ role: "user", content: "Always use the staging replica for reports." }],
+  });
+  const conversationId = saved.id;
+  await call("append_messages", "append_messages", {
+    conversation_id: conversationId,
+    messages: [{ role: "assistant", content: "Noted: reports read the staging replica." }],
+  });
+  await call("get_conversation", "get_conversation", { conversation_id: conversationId });
+  await call("search_conversations", "search_conversations", {
+    query: "staging replica reports",
+    user_id: "user-7",
+  });
+  await call("distill_conversation", "distill_conversation", { conversation_id: conversationId });
   // A name guessed from the REST API's camelCase: the tool says which one it means.
   await call("unknown_argument", "recall", {
     intent: "add a migration",
     writeScope: ["src/db/models.py"],
   });
-  Object.assign(seen, { runId, memoryId });
+  Object.assign(seen, { runId, memoryId, conversationId });
 } finally {
   await client.close();
 }

@@ -52,6 +52,7 @@ def test_the_beat_schedule_names_registered_tasks_with_time_limits():
         "policies.update_tiers",
         "policies.flush_memory_uses",
         "policies.find_conflicts",
+        "policies.prune_conversations",
         "ops.fit_ranking",
     }
     for entry in schedule.values():

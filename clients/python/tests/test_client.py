@@ -200,3 +200,44 @@ def test_retries_run_out_with_the_services_message(flaky) -> None:
         memory.create_memory("pattern", "x")
     assert error.value.retry_after == 0.0
     assert len(handler.seen) == 3
+
+
+def test_conversations_through_the_sync_client(service) -> None:
+    user = f"user-{uuid.uuid4().hex[:6]}"
+    with MemoryLayerClient(service.url, service.key) as memory:
+        saved = memory.save_conversation(
+            "helper",
+            user,
+            [{"role": "user", "content": "Always sign commits with the team key."}],
+            title="Commits",
+        )
+        assert (saved["userId"], saved["title"], saved["messageCount"]) == (user, "Commits", 1)
+        appended = memory.append_messages(
+            saved["id"],
+            [{"role": "assistant", "content": "Will do.", "sentAt": "2031-01-01T00:00:00Z"}],
+        )
+        assert [m["position"] for m in appended["messages"]] == [1]
+        page = memory.get_conversation(saved["id"], limit=1)
+        assert ([m["content"] for m in page["messages"]], page["nextAfter"]) == (
+            ["Always sign commits with the team key."],
+            0,
+        )
+        listed = memory.list_conversations(user_id=user)
+        assert [c["id"] for c in listed["conversations"]] == [saved["id"]]
+        found = memory.search_conversations("sign commits", user_id=user)
+        assert found["conversations"][0]["matches"][0]["position"] == 0
+        proposed = memory.distill_conversation(saved["id"])
+        (learned,) = proposed["memories"]
+        assert (learned["reviewStatus"], learned["active"]) == ("pending", False)
+        again = memory.distill_conversation(saved["id"], ["Always sign commits with the team key."])
+        assert (again["memories"], again["known"]) == (
+            [],
+            ["Always sign commits with the team key."],
+        )
+        with pytest.raises(BadRequest) as refused:
+            memory.save_conversation(
+                "helper", "no spaces please", [{"role": "user", "content": "x"}]
+            )
+        assert "userId" in str(refused.value)
+    with MemoryLayerClient(service.url, service.other_key) as other, pytest.raises(NotFound):
+        other.get_conversation(saved["id"])

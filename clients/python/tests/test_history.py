@@ -81,3 +81,50 @@ def test_semantic_keeps_what_matters_to_the_intent_and_the_latest() -> None:
 def test_the_cap_is_a_positive_number_of_tokens(cap) -> None:
     with pytest.raises(ValueError, match="positive number of tokens"):
         HistoryWindow(cap=cap)
+
+
+def test_the_window_saves_to_the_service_and_resumes_from_it(service) -> None:
+    import uuid
+
+    from memory_layer_client import MemoryLayerClient
+
+    with MemoryLayerClient(service.url, service.key) as memory:
+        window = HistoryWindow(cap=40, policy="fifo")
+        assert window.save(memory, agent_id="a", user_id="u") is None  # nothing to save yet
+        for turn in range(6):
+            window.add("user" if turn % 2 == 0 else "assistant", f"turn {turn} " + "word " * 8)
+        conversation_id = window.save(memory, agent_id="a", user_id=f"u-{uuid.uuid4().hex[:6]}")
+        assert conversation_id is not None
+        # Everything was saved, though the window itself kept only what fits its cap.
+        assert memory.get_conversation(conversation_id)["messageCount"] == 6
+        assert len(window.messages) < 6
+        assert window.save(memory) == conversation_id  # nothing new: nothing written
+
+        resumed = HistoryWindow.resume(memory, conversation_id, cap=1000)
+        assert [m.content.split()[1] for m in resumed.messages] == [str(t) for t in range(6)]
+        resumed.add("user", "one more")
+        assert resumed.save(memory) == conversation_id
+        stored = memory.get_conversation(conversation_id)
+        assert stored["messageCount"] == 7
+        assert stored["messages"][-1] == {
+            **stored["messages"][-1],
+            "position": 6,
+            "content": "one more",
+        }
+
+
+@pytest.mark.anyio
+async def test_the_window_saves_and_resumes_through_the_async_client(service) -> None:
+    import uuid
+
+    from memory_layer_client import AsyncMemoryLayerClient
+
+    async with AsyncMemoryLayerClient(service.url, service.key) as memory:
+        window = HistoryWindow(cap=200)
+        window.add("user", "hello")
+        conversation_id = await window.save_async(
+            memory, agent_id="a", user_id=f"u-{uuid.uuid4().hex[:6]}"
+        )
+        assert conversation_id is not None
+        resumed = await HistoryWindow.resume_async(memory, conversation_id, cap=200)
+        assert [(m.role, m.content) for m in resumed.messages] == [("user", "hello")]

@@ -123,6 +123,7 @@ class MemoryLayerClient:
     _project_path = Endpoints._project_path
     _memory_path = Endpoints._memory_path
     _user_path = Endpoints._user_path
+    _conversations_path = Endpoints._conversations_path
 
     def __init__(
         self,
@@ -187,6 +188,12 @@ class MemoryLayerClient:
     preference_history = _blocking(Endpoints.preference_history)
     forget_user = _blocking(Endpoints.forget_user)
     propose_global_preference = _blocking(Endpoints.propose_global_preference)
+    save_conversation = _blocking(Endpoints.save_conversation)
+    append_messages = _blocking(Endpoints.append_messages)
+    get_conversation = _blocking(Endpoints.get_conversation)
+    list_conversations = _blocking(Endpoints.list_conversations)
+    search_conversations = _blocking(Endpoints.search_conversations)
+    distill_conversation = _blocking(Endpoints.distill_conversation)
 
     def close(self) -> None:
         self._http.close()

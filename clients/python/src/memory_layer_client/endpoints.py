@@ -4,7 +4,7 @@ a ``Call`` to ``self._send`` (memory_layer_client.client sends it).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
 from memory_layer_client import errors
@@ -15,13 +15,17 @@ from memory_layer_client.types import (
     Conflict,
     ConflictPage,
     Context,
+    ConversationDetail,
+    ConversationPage,
     CreatedMemory,
+    Distilled,
     EntityDetail,
     EntityPage,
     EventPage,
     Memory,
     MemoryPage,
     MemoryType,
+    MessagesAppended,
     Outcome,
     OutcomeResult,
     Project,
@@ -31,6 +35,17 @@ from memory_layer_client.types import (
 )
 
 T = TypeVar("T")
+
+
+def message_body(message: Any) -> dict[str, Any]:
+    """A message as the API takes it: a mapping with ``role``, ``content`` and perhaps
+    ``sentAt`` (or ``sent_at``), or any object with ``role`` and ``content`` attributes (the
+    history window's ``Message``)."""
+    if isinstance(message, Mapping):
+        body = {"role": message["role"], "content": message["content"]}
+        sent_at = message.get("sentAt", message.get("sent_at"))
+        return {**body, "sentAt": sent_at} if sent_at is not None else body
+    return {"role": message.role, "content": message.content}
 
 
 class Endpoints(PreferenceEndpoints):
@@ -327,3 +342,68 @@ class Endpoints(PreferenceEndpoints):
         """One entity, the memories that mention it, and its neighbours ``depth`` hops out."""
         path = f"{await self._project_path()}/entities/{int(entity_id)}"
         return await self._send(Call[EntityDetail]("GET", path, params={"depth": str(depth)}))
+
+    # --- conversations --------------------------------------------------------------------
+
+    async def _conversations_path(self, conversation_id: int | None = None) -> str:
+        path = f"{await self._project_path()}/conversations"
+        return path if conversation_id is None else f"{path}/{int(conversation_id)}"
+
+    async def save_conversation(
+        self, agent_id: str, user_id: str, messages: Iterable[Any], *, title: str = ""
+    ) -> ConversationDetail:
+        """Save a conversation of ``agent_id`` with ``user_id``: messages as mappings with
+        ``role`` (user, assistant, system, tool), ``content`` and perhaps ``sentAt``."""
+        body: dict[str, Any] = {
+            "agentId": agent_id,
+            "userId": user_id,
+            "messages": [message_body(m) for m in messages],
+        }
+        if title:
+            body["title"] = title
+        path = await self._conversations_path()
+        return await self._send(Call[ConversationDetail]("POST", path, json=body, ok=(201,)))
+
+    async def append_messages(
+        self, conversation_id: int, messages: Iterable[Any]
+    ) -> MessagesAppended:
+        """Add messages after the conversation's last one."""
+        path = f"{await self._conversations_path(conversation_id)}/messages"
+        body = {"messages": [message_body(m) for m in messages]}
+        return await self._send(Call[MessagesAppended]("POST", path, json=body, ok=(201,)))
+
+    async def get_conversation(
+        self, conversation_id: int, *, after: int | None = None, limit: int | None = None
+    ) -> ConversationDetail:
+        """A conversation and its messages in order, from the one after position ``after``;
+        ``nextAfter`` says where the next page starts."""
+        path = await self._conversations_path(conversation_id)
+        params = encode_query({"after": after, "limit": limit})
+        return await self._send(Call[ConversationDetail]("GET", path, params=params))
+
+    async def list_conversations(
+        self, *, user_id: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> ConversationPage:
+        """A user's (or the project's) conversations, the most recently active first."""
+        params = encode_query({"userId": user_id, "limit": limit, "cursor": cursor})
+        path = await self._conversations_path()
+        return await self._send(Call[ConversationPage]("GET", path, params=params))
+
+    async def search_conversations(
+        self, q: str, *, user_id: str | None = None, limit: int | None = None
+    ) -> ConversationPage:
+        """Conversations that match ``q`` by words or by meaning, best first, each with its
+        best matching messages (``matches``)."""
+        params = encode_query({"q": q, "userId": user_id, "limit": limit})
+        path = await self._conversations_path()
+        return await self._send(Call[ConversationPage]("GET", path, params=params))
+
+    async def distill_conversation(
+        self, conversation_id: int, learnings: Iterable[str] | None = None
+    ) -> Distilled:
+        """Propose what a conversation taught as memories, pending review (inactive until a
+        reviewer approves them): ``learnings`` as given, or, without them, the user's
+        sentences that read as lasting instructions or facts."""
+        path = f"{await self._conversations_path(conversation_id)}/distill"
+        body = None if learnings is None else {"learnings": list(learnings)}
+        return await self._send(Call[Distilled]("POST", path, json=body, ok=(201,)))

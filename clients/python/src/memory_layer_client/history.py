@@ -9,6 +9,11 @@ Messages are kept as they come; what the window gives is always within ``cap`` t
   first sentence of each folded message;
 * ``semantic``: the messages most relevant to the current intent stay (words they share
   with it, rarer words weighing more), the latest always, in their order.
+
+The window can persist to the service and resume from it: ``save`` (or ``save_async``)
+writes the messages added since the last save as a conversation (the first time) or appended
+to it; ``HistoryWindow.resume`` (or ``resume_async``) reads a saved conversation back into a
+new window, which then saves onto the same conversation.
 """
 
 from __future__ import annotations
@@ -18,10 +23,14 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memory_layer_client.layers import LayerOutput, MemoryLayer, fit
 from memory_layer_client.tokens import DEFAULT_ENCODING, count_tokens
+
+if TYPE_CHECKING:
+    from memory_layer_client.client import AsyncMemoryLayerClient, MemoryLayerClient
+    from memory_layer_client.types import ConversationDetail
 
 Policy = Literal["fifo", "summarize", "semantic"]
 _WORD = re.compile(r"[a-z0-9_]+")
@@ -71,11 +80,20 @@ class HistoryWindow(MemoryLayer):
         self.encoding = encoding
         self.messages: list[Message] = []
         self.summary: Message | None = None
+        # The conversation this window persists to, once saved or resumed, and the messages
+        # added since (whatever the policy has pruned from the window since).
+        self.conversation_id: int | None = None
+        self.unsaved: list[Message] = []
 
     # --- keeping ---------------------------------------------------------------------------
 
     def add(self, role: str, content: str) -> None:
-        self.messages.append(Message(role, content))
+        message = Message(role, content)
+        self.unsaved.append(message)
+        self._keep(message)
+
+    def _keep(self, message: Message) -> None:
+        self.messages.append(message)
         if self.policy == "summarize":
             self._fold()
         elif self.policy == "fifo":
@@ -84,6 +102,78 @@ class HistoryWindow(MemoryLayer):
 
     async def store(self, role: str, content: str) -> None:
         self.add(role, content)
+
+    # --- persisting --------------------------------------------------------------------------
+
+    def save(
+        self, client: MemoryLayerClient, *, agent_id: str = "", user_id: str = "", title: str = ""
+    ) -> int | None:
+        """Write the messages added since the last save to the service: as a new
+        conversation of ``agent_id`` with ``user_id`` the first time, appended to it after.
+        Returns the conversation's id (None while nothing was ever saved)."""
+        if not self.unsaved:
+            return self.conversation_id
+        pending = list(self.unsaved)
+        if self.conversation_id is None:
+            saved = client.save_conversation(agent_id, user_id, pending, title=title)
+            self.conversation_id = saved["id"]
+        else:
+            client.append_messages(self.conversation_id, pending)
+        del self.unsaved[: len(pending)]
+        return self.conversation_id
+
+    async def save_async(
+        self,
+        client: AsyncMemoryLayerClient,
+        *,
+        agent_id: str = "",
+        user_id: str = "",
+        title: str = "",
+    ) -> int | None:
+        """``save`` for asyncio code."""
+        if not self.unsaved:
+            return self.conversation_id
+        pending = list(self.unsaved)
+        if self.conversation_id is None:
+            saved = await client.save_conversation(agent_id, user_id, pending, title=title)
+            self.conversation_id = saved["id"]
+        else:
+            await client.append_messages(self.conversation_id, pending)
+        del self.unsaved[: len(pending)]
+        return self.conversation_id
+
+    @classmethod
+    def resume(
+        cls, client: MemoryLayerClient, conversation_id: int, **options: Any
+    ) -> HistoryWindow:
+        """A new window (``options`` as for the constructor: ``cap``, ``policy`` ...) holding
+        a saved conversation's messages, in order, that saves onto it."""
+        window = cls(**options)
+        page: ConversationDetail = client.get_conversation(conversation_id)
+        window._resumed(page)
+        while page["nextAfter"] is not None:
+            page = client.get_conversation(conversation_id, after=page["nextAfter"])
+            window._resumed(page)
+        window.conversation_id = int(conversation_id)
+        return window
+
+    @classmethod
+    async def resume_async(
+        cls, client: AsyncMemoryLayerClient, conversation_id: int, **options: Any
+    ) -> HistoryWindow:
+        """``resume`` for asyncio code."""
+        window = cls(**options)
+        page: ConversationDetail = await client.get_conversation(conversation_id)
+        window._resumed(page)
+        while page["nextAfter"] is not None:
+            page = await client.get_conversation(conversation_id, after=page["nextAfter"])
+            window._resumed(page)
+        window.conversation_id = int(conversation_id)
+        return window
+
+    def _resumed(self, page: ConversationDetail) -> None:
+        for message in page["messages"]:
+            self._keep(Message(message["role"], message["content"]))
 
     def _tokens(self, messages: Sequence[Message]) -> int:
         return count_tokens(self._render(messages), self.encoding)

@@ -20,7 +20,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from memory_layer_client import conflict_tools, errors, preference_tools
+from memory_layer_client import conflict_tools, conversation_tools, errors, preference_tools
 from memory_layer_client.arguments import INVALID, strict, without_client
 from memory_layer_client.client import AsyncMemoryLayerClient
 from memory_layer_client.related import related
@@ -399,6 +399,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
         return page_of(page, "events", event_line, f"No history for #{memory_id}.")
 
     tool("related", read_only=True, output=Related)(related)
+    conversation_tools.register(tool)
 
     return MCPServer(
         "memory-layer",

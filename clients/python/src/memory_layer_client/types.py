@@ -235,6 +235,62 @@ class Changes(TypedDict):
     memoryIds: list[int]
 
 
+# --- conversations (what agents and users said, kept for the project's retention) -------------
+
+Role = Literal["user", "assistant", "system", "tool"]
+
+
+class ConversationMessage(TypedDict):
+    position: int
+    role: Role
+    content: str
+    sentAt: str
+
+
+class Conversation(TypedDict):
+    id: int
+    projectId: int
+    userId: str
+    agentId: str
+    title: str
+    createdAt: str
+    lastMessageAt: str
+    messageCount: int
+
+
+class ConversationDetail(Conversation):
+    messages: list[ConversationMessage]
+    # More messages follow: pass it as ``after`` for them.
+    nextAfter: int | None
+
+
+class MessagesAppended(TypedDict):
+    conversation: Conversation
+    messages: list[ConversationMessage]
+
+
+class ConversationMatch(ConversationMessage):
+    score: float
+    words: float
+    meaning: float
+
+
+class ConversationFound(Conversation):
+    # With a search query: the conversation's best message's score, and its best matches.
+    score: NotRequired[float]
+    matches: NotRequired[list[ConversationMatch]]
+
+
+class ConversationPage(TypedDict):
+    conversations: list[ConversationFound]
+    next: str | None
+
+
+class Distilled(TypedDict):
+    memories: list[Memory]
+    known: list[str]
+
+
 # What each MCP tool answers as structured content (its output schema, memory_layer_client.tools).
 class Recalled(Context):
     ids: list[int]
@@ -253,6 +309,11 @@ class ConflictsFound(TypedDict):
 
 class History(TypedDict):
     events: list[Event]
+    nextCursor: str | None
+
+
+class ConversationsFound(TypedDict):
+    conversations: list[ConversationFound]
     nextCursor: str | None
 
 
