@@ -215,3 +215,25 @@ def test_a_newer_approved_proposal_replaces_the_one_in_force(agent, reviewer):
         == "rejected"
     )
     assert [p.value for p in in_force.all()] == ["fr"]
+
+
+def test_deleting_a_users_data_takes_their_conversations_and_no_one_elses(agent, project):
+    from people import conversations
+    from people.conversations import NewMessage
+    from people.models import Conversation, Message
+
+    for user in ("u1", "u1", "u2"):
+        conversations.conversation_save(
+            project=project,
+            user_id=user,
+            agent_id="bot",
+            messages=[
+                NewMessage("user", "Always answer in German."),
+                NewMessage("assistant", "Ja."),
+            ],
+        )
+    erased = agent.delete(url(project, "users", "u1")).json()
+    assert (erased["conversations"], erased["messages"]) == (2, 4)
+    assert list(Conversation.objects.values_list("user_ref", flat=True)) == ["u2"]
+    assert Message.objects.count() == 2
+    assert agent.get(url(project, "conversations") + "?userId=u1").json()["conversations"] == []
