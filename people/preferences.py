@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from memories import hooks
 from memories.actors import Actor
+from memories.locks import retried
 from memories.models import Project
 from memories.secrets import SecretsPolicy
 from people.models import (
@@ -363,11 +364,13 @@ def _global_for_update(preference_id: int) -> Preference:
 # --- one user's data -----------------------------------------------------------------------
 
 
+@retried
 def erase_user(*, project: Project, user_ref: str, actor: Actor) -> dict[str, int]:
     """Delete all of one user's data in a project: their preferences and the history of them
     (which holds their values), their conversations and messages. One history row records
     the erasure, how much and by whom, never what. Set-based; running it twice deletes
-    nothing the second time."""
+    nothing the second time. Rolled back for a deadlock (the retention job locks old messages
+    before their conversations), it runs once more."""
     user_ref = clean_user_ref(user_ref)
     with transaction.atomic(), connection.cursor() as cursor:
         # The rows in the order every writer locks them: preferences, then conversations.
@@ -375,22 +378,21 @@ def erase_user(*, project: Project, user_ref: str, actor: Actor) -> dict[str, in
         PreferenceEvent.objects.filter(project=project, user_ref=user_ref).exclude(
             action=PreferenceAction.ERASE
         ).delete()
+        # The conversations first, in id order, as an append locks its conversation before
+        # it adds messages; then their messages; then them.
         cursor.execute(
-            """
-            WITH gone AS (
-                DELETE FROM people_conversation
-                WHERE project_id = %s AND user_ref = %s
-                RETURNING id, message_count
-            ), messages AS (
-                DELETE FROM people_message m USING gone
-                WHERE m.project_id = %s AND m.conversation_id = gone.id
-                RETURNING 1
-            )
-            SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM messages)
-            """,
-            [project.pk, user_ref, project.pk],
+            "SELECT id FROM people_conversation WHERE project_id = %s AND user_ref = %s"
+            " ORDER BY id FOR UPDATE",
+            [project.pk, user_ref],
         )
-        conversations, messages = cursor.fetchone()
+        ids = [row[0] for row in cursor.fetchall()]
+        cursor.execute(
+            "DELETE FROM people_message WHERE project_id = %s AND conversation_id = ANY(%s)",
+            [project.pk, ids],
+        )
+        messages = cursor.rowcount
+        cursor.execute("DELETE FROM people_conversation WHERE id = ANY(%s)", [ids])
+        conversations = cursor.rowcount
         counts = {"preferences": preferences, "conversations": conversations, "messages": messages}
         _event(
             project=project,
