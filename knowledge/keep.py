@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from django.db.models.constants import OnConflict
 from django.utils import timezone
 
 from knowledge import contradictions
@@ -148,8 +149,9 @@ def keep(
         count(pair)
         PAIRS_SEEN.labels(pair.kind, "resolved").inc()
     if new:
-        # In key order (as verdicts are sorted): a twin insert waits on the first one's.
-        for pair in MemoryPair.objects.bulk_create(new, ignore_conflicts=True):
+        # In key order (as verdicts are sorted): a twin insert waits on the first one's, and
+        # only the pairs this insert added are counted.
+        for pair in _inserted(new):
             count(pair)
             PAIRS_SEEN.labels(pair.kind, "found").inc()
     if changed:
@@ -183,3 +185,19 @@ def keep(
             ],
         )
     return counts
+
+
+def _inserted(pairs: list[MemoryPair]) -> list[MemoryPair]:
+    """Insert ``pairs``, skipping those another writer inserted first (``ON CONFLICT DO
+    NOTHING``), and answer the ones this insert added. ``bulk_create(ignore_conflicts=True)``
+    answers every object it was given, inserted or not; the insert below is the one it
+    makes, with a ``RETURNING`` of the rows it added."""
+    fields = [f for f in MemoryPair._meta.concrete_fields if not f.generated and not f.primary_key]
+    rows = MemoryPair.objects._insert(  # type: ignore[attr-defined]
+        pairs,
+        fields=fields,
+        on_conflict=OnConflict.IGNORE,
+        returning_fields=[MemoryPair._meta.get_field(name) for name in ("first", "second")],
+    )
+    added = {tuple(row) for row in rows or () if row}  # one object: [None] when skipped
+    return [pair for pair in pairs if (pair.first_id, pair.second_id) in added]
