@@ -29,19 +29,21 @@ from api.serializers.preferences import (
 )
 from memories import roles
 from memories.models import Project
-from people import preferences
+from people import preferences, users
 from people.models import Preference, PreferenceStatus
 from people.users import clean_user_ref
 
+USER_ID = {"type": "string", "maxLength": 200, "pattern": users.ID_PATTERN}
+NAME = {"type": "string", "maxLength": 200, "pattern": preferences.NAME_PATTERN}
 USER_PARAM = OpenApiParameter(
-    "user",
-    OpenApiTypes.STR,
-    OpenApiParameter.PATH,
-    description="The user, as your system names them.",
+    "user", USER_ID, OpenApiParameter.PATH, description="The user, as your system names them."
 )
-KEY_PARAM = OpenApiParameter("key", OpenApiTypes.STR, OpenApiParameter.PATH)
+KEY_PARAM = OpenApiParameter("key", NAME, OpenApiParameter.PATH)
 CATEGORY_PARAM = OpenApiParameter(
-    "category", OpenApiTypes.STR, OpenApiParameter.QUERY, description="Only this category."
+    "category",
+    {**NAME, "maxLength": 100},
+    OpenApiParameter.QUERY,
+    description="Only this category.",
 )
 
 
@@ -177,7 +179,7 @@ def _global_or_404(request: Request, preference_id: int) -> Preference:
     return found
 
 
-USER_QUERY = OpenApiParameter("userId", OpenApiTypes.STR, OpenApiParameter.QUERY)
+USER_QUERY = OpenApiParameter("userId", USER_ID, OpenApiParameter.QUERY)
 STATUS_QUERY = OpenApiParameter(
     "status", OpenApiTypes.STR, OpenApiParameter.QUERY, enum=PreferenceStatus.values
 )

@@ -33,8 +33,9 @@ from people.models import (
 from people.users import clean_user_ref, json_size, scrub_json
 
 VALUE_MAX_CHARS = 4000
-KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
-CATEGORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
+# A key and a category: letters, digits and _ . : - (they travel in URLs and queries).
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"
+KEY = CATEGORY = re.compile(NAME_PATTERN)
 
 
 def clean_key(value: object) -> str:

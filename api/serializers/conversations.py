@@ -21,7 +21,7 @@ from people.distill import LEARNINGS_MAX
 from people.models import USER_REF_MAX, Conversation, Message, Role
 
 
-def _id_field(max_length: int, what: str) -> StrictCharField:
+def id_field(max_length: int, what: str) -> StrictCharField:
     return StrictCharField(
         max_length=max_length,
         validators=[RegexValidator(users.ID_PATTERN, message=f"Use {users.ID_RULE}.")],
@@ -48,8 +48,8 @@ def _messages_field() -> serializers.ListField:
 
 
 class ConversationCreateIn(StrictInput):
-    agentId = _id_field(conversations.AGENT_ID_MAX, "The agent that had the conversation.")
-    userId = _id_field(USER_REF_MAX, "The user, as the calling system names them.")
+    agentId = id_field(conversations.AGENT_ID_MAX, "The agent that had the conversation.")
+    userId = id_field(USER_REF_MAX, "The user, as the calling system names them.")
     title = StrictCharField(
         max_length=conversations.TITLE_MAX_CHARS, required=False, default="", allow_blank=True
     )

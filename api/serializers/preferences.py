@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_serializer
+from django.core.validators import RegexValidator
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from api.fields import StrictCharField, StrictInput
+from api.serializers.conversations import id_field
 from people.models import (
     CATEGORY_MAX,
     KEY_MAX,
@@ -16,8 +18,20 @@ from people.models import (
     PreferenceEvent,
     PreferenceStatus,
 )
+from people.preferences import NAME_PATTERN
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string"},
+            {"type": "number"},
+            {"type": "boolean"},
+            {"type": "array", "items": {}},
+            {"type": "object", "additionalProperties": {}},
+        ]
+    }
+)
 class AnyJSONField(serializers.JSONField):
     """Any JSON value but null, taken as it was sent (the parser already decoded it)."""
 
@@ -27,19 +41,26 @@ class AnyJSONField(serializers.JSONField):
         return data
 
 
+NAME_RULE = "Letters, digits and _ . : - only, starting with a letter or a digit."
+
+
 class PreferenceIn(StrictInput):
     value = AnyJSONField(help_text="Any JSON: a string, number, boolean, list or object.")
     category = StrictCharField(
         max_length=CATEGORY_MAX,
         required=False,
         allow_null=True,
+        allow_blank=True,
+        validators=[RegexValidator(f"{NAME_PATTERN}|^$", message=NAME_RULE)],
         help_text="Groups preferences (e.g. style, language); left out: kept as it was.",
     )
 
 
 class GlobalPreferenceIn(PreferenceIn):
-    userId = StrictCharField(max_length=USER_REF_MAX)
-    key = StrictCharField(max_length=KEY_MAX)
+    userId = id_field(USER_REF_MAX, "The user, as the calling system names them.")
+    key = StrictCharField(
+        max_length=KEY_MAX, validators=[RegexValidator(NAME_PATTERN, message=NAME_RULE)]
+    )
 
 
 @extend_schema_serializer(component_name="Preference")
