@@ -66,6 +66,8 @@ class PreferenceList(APIView):
         target = project_or_404(request, project)
         user = clean_user_ref(user, "user")
         category = request.query_params.get("category")
+        if category == "":
+            raise ValidationError({"category": "Give a category, or leave the parameter out."})
         if category is not None:
             category = preferences.clean_category(category)
         found = [

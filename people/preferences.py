@@ -30,7 +30,7 @@ from people.models import (
     PreferenceEvent,
     PreferenceStatus,
 )
-from people.users import clean_user_ref, json_size, scrub_json
+from people.users import clean_json, clean_user_ref, json_size, scrub_json
 
 VALUE_MAX_CHARS = 4000
 # A key and a category: letters, digits and _ . : - (they travel in URLs and queries).
@@ -64,6 +64,7 @@ def clean_category(value: object) -> str:
 def clean_value(value: Any, mode: str) -> Any:
     if value is None:
         raise ValidationError({"value": "A value is required (any JSON but null)."})
+    value = clean_json(value)
     if json_size(value) > VALUE_MAX_CHARS:
         raise ValidationError({"value": f"At most {VALUE_MAX_CHARS} characters as JSON."})
     return scrub_json(value, "value", mode)

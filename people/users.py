@@ -10,6 +10,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from memories.secrets import scrub
+from memories.text import strip_control_characters
 from people.models import USER_REF_MAX
 
 # A user's and an agent's id: as the calling system names them, from a safe alphabet (they
@@ -71,6 +72,18 @@ def scrub_json(value: Any, field_name: str, mode: str) -> Any:
         return item
 
     return rebuild(value, field_name)
+
+
+def clean_json(value: Any) -> Any:
+    """``value`` with control characters and lone surrogates stripped from every string and
+    key in it (the product's rule for text: PostgreSQL cannot store a NUL, in jsonb either)."""
+    if isinstance(value, str):
+        return strip_control_characters(value)
+    if isinstance(value, list):
+        return [clean_json(item) for item in value]
+    if isinstance(value, dict):
+        return {strip_control_characters(key): clean_json(item) for key, item in value.items()}
+    return value
 
 
 def json_size(value: Any) -> int:

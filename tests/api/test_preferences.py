@@ -4,6 +4,8 @@ unreadable; secrets refused; unknown fields refused."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -73,7 +75,7 @@ def test_all_of_a_users_preferences_by_key_and_by_category(agent, project):
         ({"category": "style"}, "value", "required"),
         ({"value": None}, "value", "null"),
         ({"value": "x" * 5000}, "value", "4000"),
-        ({"value": "de", "category": "has space"}, "category", "letters"),
+        ({"value": "de", "category": "has space"}, "category", "Letters"),
     ],
 )
 def test_bad_input_says_what_to_fix_and_stores_nothing(agent, project, body, field, says):
@@ -237,3 +239,11 @@ def test_deleting_a_users_data_takes_their_conversations_and_no_one_elses(agent,
     assert list(Conversation.objects.values_list("user_ref", flat=True)) == ["u2"]
     assert Message.objects.count() == 2
     assert agent.get(url(project, "conversations") + "?userId=u1").json()["conversations"] == []
+
+
+def test_control_characters_are_stripped_from_a_value_keys_included(agent, project):
+    value = {"a\u0000b": ["x\u0000y", "\ud800z"], "tone": "short\u0007"}
+    body = json.dumps({"value": value})  # ASCII escapes: the lone surrogate travels as \\ud800
+    answer = agent.put(pref(project, "u1", "odd"), body, content_type="application/json")
+    assert answer.status_code == 201, answer.json()
+    assert Preference.objects.get().value == {"ab": ["xy", "z"], "tone": "short"}
