@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.core.validators import RegexValidator
@@ -44,23 +45,37 @@ class AnyJSONField(serializers.JSONField):
 NAME_RULE = "Letters, digits and _ . : - only, starting with a letter or a digit."
 
 
+class NameField(StrictCharField):
+    """A key or a category as it was sent: checked before anything is stripped from it."""
+
+    default_error_messages = {"name": NAME_RULE}
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("validators", []).append(
+            RegexValidator(f"{NAME_PATTERN}|^$", message=NAME_RULE)
+        )
+        super().__init__(trim_whitespace=False, **kwargs)
+
+    def run_validation(self, data: Any = serializers.empty) -> Any:
+        if isinstance(data, str) and data and not re.fullmatch(NAME_PATTERN, data):
+            self.fail("name")
+        return super().run_validation(data)
+
+
 class PreferenceIn(StrictInput):
     value = AnyJSONField(help_text="Any JSON: a string, number, boolean, list or object.")
-    category = StrictCharField(
+    category = NameField(
         max_length=CATEGORY_MAX,
         required=False,
         allow_null=True,
         allow_blank=True,
-        validators=[RegexValidator(f"{NAME_PATTERN}|^$", message=NAME_RULE)],
         help_text="Groups preferences (e.g. style, language); left out: kept as it was.",
     )
 
 
 class GlobalPreferenceIn(PreferenceIn):
     userId = id_field(USER_REF_MAX, "The user, as the calling system names them.")
-    key = StrictCharField(
-        max_length=KEY_MAX, validators=[RegexValidator(NAME_PATTERN, message=NAME_RULE)]
-    )
+    key = NameField(max_length=KEY_MAX)
 
 
 @extend_schema_serializer(component_name="Preference")

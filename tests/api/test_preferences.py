@@ -76,6 +76,7 @@ def test_all_of_a_users_preferences_by_key_and_by_category(agent, project):
         ({"value": None}, "value", "null"),
         ({"value": "x" * 5000}, "value", "4000"),
         ({"value": "de", "category": "has space"}, "category", "Letters"),
+        ({"value": "de", "category": "\u0084"}, "category", "Letters"),  # not stripped to ""
     ],
 )
 def test_bad_input_says_what_to_fix_and_stores_nothing(agent, project, body, field, says):
