@@ -35,7 +35,7 @@ def test_a_users_preferences_through_the_sync_client(service) -> None:
         assert [p["key"] for p in context["preferences"]] == ["editor", "language"]
         with pytest.raises(BadRequest) as refused:
             memory.set_preference("two words", "language", "de")
-        assert "Letters, digits" in str(refused.value)
+        assert "letters, digits and . _ : @ + -" in str(refused.value)
         memory.delete_preference(user, "editor")
         with pytest.raises(NotFound):
             memory.get_preference(user, "editor")
