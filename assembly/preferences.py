@@ -23,7 +23,6 @@ from assembly.render import (
 )
 from memories.tokens import count_tokens
 from people import preferences
-from people.models import Preference
 
 # The most preferences of one user a context looks at; the rest are left out (``limit``).
 MOST_OFFERED = 100
@@ -51,15 +50,16 @@ class PreferenceGiven:
 
 def offered(project_id: int, user_ref: str) -> list[Offered]:
     """The user's preferences in force in the project, in the order they are given."""
-    rows: list[Preference] = preferences.in_force_by_id(project_id, user_ref)
     return [
         Offered(
-            key=row.key,
-            scope="global" if row.project_id is None else "project",
-            category=row.category,
-            line=preference_line(row.key, row.value),
+            key=key,
+            scope="global" if for_every_project else "project",
+            category=category,
+            line=preference_line(key, value),
         )
-        for row in rows
+        for key, value, category, for_every_project in preferences.values_in_force(
+            project_id, user_ref
+        )
     ]
 
 
@@ -126,6 +126,8 @@ class Fitted:
     packed: Packed  # the memories chosen, and the whole text with the preferences
     given: list[Offered]
     ceiling: int
+    tokens: int  # of the preferences' section
+    explained: list[PreferenceGiven]
 
 
 def fit(
@@ -148,8 +150,14 @@ def fit(
             return render_prompt(prompt, memories_section, preferences_section)
         return render_sections(preferences_section, memories_section)
 
+    counted: dict[str, int] = {}
+
     def count(text: str) -> int:
-        return count_tokens(text, encoding)
+        """Each text counted once: the section alone and as the whole text are often one."""
+        tokens = counted.get(text)
+        if tokens is None:
+            tokens = counted[text] = count_tokens(text, encoding)
+        return tokens
 
     ceiling = int(budget * share)
     given = first(offers, ceiling=ceiling, cost=count, fits=lambda s: count(whole(s, "")) <= budget)
@@ -170,4 +178,6 @@ def fit(
             given = more
             text = whole(section(given), memories_section)
             packed = replace(packed, text=text, total_tokens=count(text))
-    return Fitted(packed, given, ceiling)
+    if not offers:
+        return Fitted(packed, given, ceiling, 0, [])
+    return Fitted(packed, given, ceiling, count(section(given)), explained(offers, given, count))

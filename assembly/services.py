@@ -299,7 +299,7 @@ def _assemble(
         coverage["preferences"] = Coverage(
             candidates=len(offers),
             chosen=len(fitted.given),
-            tokens=count_tokens(user_preferences.section(fitted.given), request.encoding),
+            tokens=fitted.tokens,
             allocated=fitted.ceiling,
             latency_ms=round(fetched_ms, 2),
             timed_out=False,
@@ -307,9 +307,7 @@ def _assemble(
     return Context(
         text=packed.text,
         items=_items(packed),
-        preferences=user_preferences.explained(
-            offers, fitted.given, partial(count_tokens, encoding=request.encoding)
-        ),
+        preferences=fitted.explained,
         dropped=[
             Dropped(
                 c.candidate.id,

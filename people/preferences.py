@@ -206,16 +206,30 @@ def in_force(project: Project, user_ref: str) -> list[Preference]:
     return in_force_by_id(project.pk, user_ref)
 
 
-def in_force_by_id(project_id: int, user_ref: str) -> list[Preference]:
-    """``in_force`` of the project with this id: one statement, through the unique indexes
-    on (project, user, key)."""
-    rows = Preference.objects.filter(
+def _in_force(project_id: int, user_ref: str) -> QuerySet[Preference]:
+    """One statement, through the unique indexes on (project, user, key); the project's own
+    first (NULLs sort last), each part by key."""
+    return Preference.objects.filter(
         Q(project_id=project_id) | Q(project__isnull=True, status=PreferenceStatus.APPROVED),
         user_ref=user_ref,
-    ).order_by("project_id", "key")  # NULLs last: the project's own come first
+    ).order_by("project_id", "key")
+
+
+def in_force_by_id(project_id: int, user_ref: str) -> list[Preference]:
+    """``in_force`` of the project with this id."""
     chosen: dict[str, Preference] = {}
-    for row in rows:
+    for row in _in_force(project_id, user_ref):
         chosen.setdefault(row.key, row)
+    return list(chosen.values())
+
+
+def values_in_force(project_id: int, user_ref: str) -> list[tuple[str, Any, str, bool]]:
+    """``in_force_by_id`` as (key, value, category, for every project) rows, no model built:
+    what the context gives."""
+    chosen: dict[str, tuple[str, Any, str, bool]] = {}
+    rows = _in_force(project_id, user_ref).values_list("key", "value", "category", "project_id")
+    for key, value, category, owner in rows:
+        chosen.setdefault(key, (key, value, category, owner is None))
     return list(chosen.values())
 
 

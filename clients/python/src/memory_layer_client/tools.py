@@ -157,7 +157,7 @@ def build_server(client_for: ClientFor, *, observe: Observer | None = None) -> M
             "ids": ids,
             "items": context["items"],
             "dropped": context["dropped"],
-            "preferences": context["preferences"],
+            "preferences": context.get("preferences", []),  # an older service has none
             "metadata": meta,
             "runId": run_id,
         }
