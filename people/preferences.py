@@ -99,6 +99,21 @@ def _changes(before: Preference | None, value: Any, category: str) -> dict[str, 
     return changes
 
 
+def _locked_or_created(lookup: dict[str, Any], **fields: Any) -> tuple[Preference, bool]:
+    """The row ``lookup`` names, locked (``SELECT ... FOR UPDATE``), or a new one made with
+    ``fields``; True when made. A writer that loses the race to create it waits on the
+    winner's insert (the unique index), then locks the winner's row."""
+    rows = Preference.objects.select_for_update().filter(**lookup)
+    found = rows.first()
+    if found is not None:
+        return found, False
+    try:
+        with transaction.atomic():
+            return Preference.objects.create(**lookup, **fields), True
+    except IntegrityError:
+        return rows.get(), False
+
+
 @dataclass(frozen=True)
 class Written:
     preference: Preference
@@ -120,37 +135,18 @@ def set_preference(
     user_ref, key = clean_user_ref(user_ref), clean_key(key)
     value = clean_value(value, project.policy.secrets)
     with transaction.atomic():
-        current = (
-            Preference.objects.select_for_update()
-            .filter(project=project, user_ref=user_ref, key=key)
-            .first()
+        lookup = {"project": project, "user_ref": user_ref, "key": key}
+        current, created = _locked_or_created(
+            lookup,
+            value=value,
+            category=clean_category(category),
+            updated_by=actor.label,
         )
-        kept = current.category if current is not None and category is None else category
-        category = clean_category(kept)
-        if current is None:
-            try:
-                with transaction.atomic():
-                    current = Preference.objects.create(
-                        project=project,
-                        user_ref=user_ref,
-                        key=key,
-                        value=value,
-                        category=category,
-                        updated_by=actor.label,
-                    )
-            except IntegrityError:
-                # Another writer created it first: change theirs, in turn.
-                return set_preference(
-                    project=project,
-                    user_ref=user_ref,
-                    key=key,
-                    value=value,
-                    category=category,
-                    actor=actor,
-                )
-            created, changes = True, _changes(None, value, category)
+        if created:
+            changes = _changes(None, value, current.category)
         else:
-            created, changes = False, _changes(current, value, category)
+            category = clean_category(current.category if category is None else category)
+            changes = _changes(current, value, category)
             if changes:
                 current.value, current.category, current.updated_by = value, category, actor.label
                 current.save(update_fields=["value", "category", "updated_by", "updated_at"])
@@ -253,35 +249,21 @@ def propose_global(
     value = clean_value(value, SecretsPolicy.REJECT)
     category = clean_category(category)
     with transaction.atomic():
-        pending = (
-            Preference.objects.select_for_update()
-            .filter(project__isnull=True, user_ref=user_ref, key=key)
-            .filter(status=PreferenceStatus.PENDING)
-            .first()
+        lookup = {
+            "project": None,
+            "user_ref": user_ref,
+            "key": key,
+            "status": PreferenceStatus.PENDING,
+        }
+        pending, created = _locked_or_created(
+            lookup,
+            value=value,
+            category=category,
+            proposed_in=proposed_in,
+            updated_by=actor.label,
         )
-        if pending is None:
-            try:
-                with transaction.atomic():
-                    pending = Preference.objects.create(
-                        project=None,
-                        user_ref=user_ref,
-                        key=key,
-                        value=value,
-                        category=category,
-                        status=PreferenceStatus.PENDING,
-                        proposed_in=proposed_in,
-                        updated_by=actor.label,
-                    )
-                before = None
-            except IntegrityError:
-                return propose_global(
-                    user_ref=user_ref,
-                    key=key,
-                    value=value,
-                    category=category,
-                    actor=actor,
-                    proposed_in=proposed_in,
-                )
+        if created:
+            before = None
         else:
             before = pending.value
             pending.value, pending.category, pending.updated_by = value, category, actor.label
