@@ -135,37 +135,44 @@ class MemoryFilter(django_filters.FilterSet):
 
 
 class CamelOrderingFilter(OrderingFilter):
-    """``ordering=-createdAt``: the API's camelCase names for model fields."""
+    """``ordering=-createdAt``: one of the API's camelCase names for a field that an index
+    keeps in order for a project (memories.models.memory, ``memory_list_*``), so a page is
+    an index range at any size. Newer rows first with ``-``."""
 
     fields = {
         "createdAt": "created_at",
         "updatedAt": "updated_at",
         "confidence": "confidence",
-        "relevanceScore": "relevance_score",
         "expiresAt": "expires_at",
-        "accessCount": "access_count",
     }
-    ordering_description = "Sort by " + ", ".join(fields) + "; prefix '-' for descending."
+    # Orders that were offered once: no index keeps them (a use count changes on every
+    # use; an index on it would make each of those writes rewrite every index).
+    retired = {"relevanceScore", "accessCount"}
+    ordering_description = (
+        "Sort by one of "
+        + ", ".join(fields)
+        + "; prefix '-' for descending. Ties go by id in the same direction; a memory"
+        " without an expiry sorts after every expiry."
+    )
 
     def get_ordering(self, request: Any, queryset: Any, view: Any) -> Any:
         raw = request.query_params.get(self.ordering_param)
         if raw is None:
             return self.get_default_ordering(view)
-        ordering = []
-        for term in raw.split(","):
-            term = term.strip()
-            descending = term.startswith("-")
-            name = self.fields.get(term.lstrip("-"))
-            if name is None:
-                raise ValidationError(
-                    {
-                        "ordering": [
-                            f"{term!r} is not sortable; use one of {', '.join(self.fields)}."
-                        ]
-                    }
-                )
-            ordering.append(f"-{name}" if descending else name)
-        return ordering
+        term = raw.strip()
+        descending = term.startswith("-")
+        name = self.fields.get(term.lstrip("-"))
+        if name is None:
+            if "," in term:
+                hint = "sort by one field (ties go by id)"
+            elif term.lstrip("-") in self.retired:
+                hint = "it is no longer a sort order, as no index keeps it"
+            else:
+                hint = "it is not sortable"
+            raise ValidationError(
+                {"ordering": [f"{term!r}: {hint}; use one of {', '.join(self.fields)}."]}
+            )
+        return [f"-{name}" if descending else name]
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         return [
@@ -176,11 +183,7 @@ class CamelOrderingFilter(OrderingFilter):
                 "description": self.ordering_description,
                 "schema": {
                     "type": "string",
-                    "pattern": "^-?("
-                    + "|".join(self.fields)
-                    + ")(,-?("
-                    + "|".join(self.fields)
-                    + "))*$",
+                    "pattern": "^-?(" + "|".join(self.fields) + ")$",
                 },
             }
         ]

@@ -1,27 +1,37 @@
-"""Cursor pagination with a capped, validated ``limit`` and named result lists."""
+"""Keyset pagination (memories.keyset) with a capped, validated ``limit`` and named result
+lists. A cursor is the last row's keys and the order it belongs to, so a page is one index
+range whatever its depth.
+"""
 
 from __future__ import annotations
 
-import math
+import base64
+import binascii
+import json
 from typing import Any
 
-from django.db import models
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import CursorPagination
+from rest_framework.pagination import BasePagination
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
 
+from memories.keyset import Order
 from memories.text import is_whole_number
 
+BAD_CURSOR = "Invalid cursor: use the `next` URL as given."
 
-class NamedCursorPagination(CursorPagination):
-    """``{"<items_key>": [...], "next": url|null}``."""
+
+class NamedCursorPagination(BasePagination):
+    """``{"<items_key>": [...], "next": url|null}``, in the view's ordering filter's order or
+    ``ordering``."""
 
     items_key = "items"
     page_size = 50
     max_page_size = 200
     page_size_query_param = "limit"
-    ordering = ("-created_at", "-id")
+    cursor_query_param = "cursor"
+    ordering: tuple[str, ...] = ("-created_at", "-id")
 
     def get_page_size(self, request: Request) -> int:
         raw = request.query_params.get(self.page_size_query_param)
@@ -33,35 +43,62 @@ class NamedCursorPagination(CursorPagination):
             )
         return min(int(raw), self.max_page_size)
 
-    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> Any:
-        self.model = queryset.model  # whose field the cursor's position is a value of
-        return super().paginate_queryset(queryset, request, view)
+    def get_ordering(self, request: Request, queryset: Any, view: Any) -> list[str]:
+        for backend in getattr(view, "filter_backends", None) or []:
+            if hasattr(backend, "get_ordering"):
+                ordering = backend().get_ordering(request, queryset, view)
+                if ordering:
+                    return list(ordering)
+        return list(getattr(view, "ordering", None) or self.ordering)
 
-    def decode_cursor(self, request: Request) -> Any:
-        if request.query_params.get(self.cursor_query_param) == "":
+    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> Any:
+        size = self.get_page_size(request)
+        order = Order.of(queryset.model, self.get_ordering(request, queryset, view))
+        queryset = queryset.order_by(*order.order_by())
+        position = self.decode_cursor(request, order)
+        if position is not None:
+            queryset = queryset.filter(order.after(position))
+        rows = list(queryset[: size + 1])
+        self.request = request
+        self.next_cursor = None
+        if len(rows) > size:
+            rows = rows[:size]
+            self.next_cursor = self.encode_cursor(order, order.position(rows[-1]))
+        return rows
+
+    def encode_cursor(self, order: Order, position: list[Any]) -> str:
+        text = json.dumps({"o": order.label, "p": position}, separators=(",", ":"))
+        return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+    def decode_cursor(self, request: Request, order: Order) -> list[Any] | None:
+        raw = request.query_params.get(self.cursor_query_param)
+        if raw is None:
+            return None
+        if raw == "":
             raise ValidationError({"cursor": ["Empty cursor: leave it out for the first page."]})
         try:
-            cursor = super().decode_cursor(request)
-            if cursor is not None and cursor.position is not None:
-                self._check_position(cursor.position)
-            return cursor
-        except Exception as error:  # DRF raises NotFound for a bad cursor; it is bad input
-            raise ValidationError(
-                {"cursor": ["Invalid cursor: use the `next` URL as given."]}
-            ) from error
+            data = json.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
+            if not isinstance(data, dict) or not isinstance(data.get("p"), list):
+                raise ValueError("not a cursor")
+            if data.get("o") != order.label:
+                raise ValidationError(
+                    {
+                        "cursor": [
+                            "This cursor belongs to another order: keep the `ordering` it was"
+                            " given with, or leave `cursor` out to start again."
+                        ]
+                    }
+                )
+            order.after(data["p"])  # checks each value: a hand-made cursor could hold any
+            return list(data["p"])
+        except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as error:
+            raise ValidationError({"cursor": [BAD_CURSOR]}) from error
 
-    def _check_position(self, position: str) -> None:
-        """A position the database can compare with the first ordering field (a hand-made
-        cursor could hold any text): raises on a value of the wrong type or range."""
-        name = self.ordering[0].lstrip("-")
-        field = self.model._meta.get_field(name)
-        value = field.to_python(position)
-        if isinstance(value, int) and not -(2**63) <= value < 2**63:
-            raise ValueError(f"{name} out of range")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"{name} is not a finite number")
-        if isinstance(field, models.DateTimeField) and value is None:
-            raise ValueError(f"{name} is not a date and time")
+    def get_next_link(self) -> str | None:
+        if self.next_cursor is None:
+            return None
+        url = self.request.build_absolute_uri()
+        return replace_query_param(url, self.cursor_query_param, self.next_cursor)
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         return [

@@ -376,6 +376,9 @@ MEMORY_CONTENT_MAX_CHARS = env_int("MEMORY_CONTENT_MAX_CHARS", 4000)
 MEMORY_SUMMARY_MAX_CHARS = 280
 MEMORY_MAX_TAGS = env_int("MEMORY_MAX_TAGS", 20)
 MEMORY_TAG_MAX_CHARS = 200
+# Lists count their rows up to this many and say "10,000+" above it: an exact count of a
+# filter over a million memories would read every one on every page.
+LIST_COUNT_BOUND = env_int("LIST_COUNT_BOUND", 10_000)
 MEMORY_TOKEN_ENCODING = env_str("MEMORY_TOKEN_ENCODING", "o200k_base")
 # Compression of long, rarely used memories (policies.compressors): "extractive" (default,
 # deterministic, local) or "llm" (an OpenAI-compatible chat completions endpoint).

@@ -7,13 +7,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from memories import roles
 from memories.actors import Actor
+from memories.counting import CountUpTo, Tally
 from memories.keys import secret_matches, split_token
+from memories.keyset import or_never
 from memories.models import (
     NEEDS_REVIEW,
     ApiKey,
@@ -115,52 +118,54 @@ _ROW_FIELDS = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass
 class ProjectCounts:
     project: Project
-    active: int
-    needs_review: int
-    stale: int
-    expiring: int
-    low_confidence: int
-    archived: int
+    active: Tally
+    needs_review: Tally
+    stale: Tally
+    expiring: Tally
+    low_confidence: Tally
+    archived: Tally
 
 
 def projects_overview(
     *, now: datetime | None = None, within: QuerySet[Project] | None = None
 ) -> list[ProjectCounts]:
-    """Every project (of ``within``) with its memory counts for the dashboard, in two queries
-    (the projects, and one pass over their memories grouped by project)."""
+    """Every project (of ``within``) with its memory counts for the dashboard, in one query:
+    each count a range of one of the project's indexes, read no further than the bound
+    (LIST_COUNT_BOUND; "10,000+" above it), so a project of a million costs what one of
+    ten thousand does."""
     now = now or timezone.now()
-    projects = (within if within is not None else Project.objects.all()).order_by("name")
-    # Annotations named apart from the fields they count (``active`` is a column).
-    counts = {
-        row["project_id"]: row
-        for row in Memory.objects.filter(project__in=projects.values("pk"))
-        .values("project_id")
-        .annotate(
-            n_active=Count("id", filter=Q(active=True)),
-            n_needs_review=Count("id", filter=NEEDS_REVIEW),
-            n_stale=Count("id", filter=Q(active=True, stale_at__isnull=False)),
-            n_expiring=Count(
-                "id",
-                filter=Q(
-                    active=True,
-                    expires_at__gt=now,
-                    expires_at__lte=now + timedelta(days=EXPIRING_DAYS),
-                ),
-            ),
-            n_low_confidence=Count("id", filter=Q(active=True, confidence__lt=LOW_CONFIDENCE)),
-            n_archived=Count("id", filter=Q(archived_at__isnull=False)),
-        )
-        .order_by()
+    bound = settings.LIST_COUNT_BOUND
+    expiry = or_never("expires_at")  # memory_list_expiry_idx's order
+    horizon = now + timedelta(days=EXPIRING_DAYS)
+    counted = {
+        "active": Q(active=True),
+        "needs_review": NEEDS_REVIEW,
+        "stale": Q(active=True, stale_at__isnull=False),
+        "expiring": Q(active=True, expiry_key__gt=now, expiry_key__lte=horizon),
+        "low_confidence": Q(active=True, confidence__lt=LOW_CONFIDENCE),
+        "archived": Q(archived_at__isnull=False),
     }
-    names = ("active", "needs_review", "stale", "expiring", "low_confidence", "archived")
-    overview = []
-    for project in projects:
-        row = counts.get(project.pk, {})
-        overview.append(ProjectCounts(project, **{name: row.get(f"n_{name}", 0) for name in names}))
-    return overview
+    projects = (within if within is not None else Project.objects.all()).order_by("name")
+    projects = projects.annotate(
+        **{
+            f"n_{name}": CountUpTo(
+                Memory.objects.alias(expiry_key=expiry)
+                .filter(condition, project=OuterRef("pk"))
+                .order_by()
+                .values("pk")[: bound + 1]
+            )
+            for name, condition in counted.items()
+        }
+    )
+    return [
+        ProjectCounts(
+            project, **{name: Tally.of(getattr(project, f"n_{name}"), bound) for name in counted}
+        )
+        for project in projects
+    ]
 
 
 def memory_rows(queryset: QuerySet[Memory]) -> QuerySet[Memory]:
@@ -170,7 +175,8 @@ def memory_rows(queryset: QuerySet[Memory]) -> QuerySet[Memory]:
     )
 
 
-REVIEW_ORDERS = {"newest": ("-created_at", "-id"), "least-confident": ("confidence", "-id")}
+# Each in one direction, ties by id: memories.keyset pages them through an index.
+REVIEW_ORDERS = {"newest": ("-created_at", "-id"), "least-confident": ("confidence", "id")}
 
 
 def global_readable(actor: Actor) -> Q:
@@ -194,8 +200,10 @@ def global_readable(actor: Actor) -> Q:
 
 
 def global_memories_for(*, actor: Actor) -> QuerySet[Memory]:
-    """The global memories ``actor`` may read (``global_readable``)."""
-    return Memory.objects.filter(global_readable(actor), scope=Scope.GLOBAL)
+    """The global memories ``actor`` may read (``global_readable``). A global memory has no
+    project (a check constraint): saying so lets an index that starts with the project find
+    the few global rows instead of a walk of every project's."""
+    return Memory.objects.filter(global_readable(actor), scope=Scope.GLOBAL, project__isnull=True)
 
 
 def memories_for_review(

@@ -13,13 +13,16 @@ from django.db.models import QuerySet
 from assembly.packing import LODS
 from memories.models import Memory, MemoryType, ReviewStatus, Source, Tier
 
+# Each kept in order by an index of the project's memories (memory_list_*), one way, ties
+# by id: a page of any of them is an index range (memories.keyset). Memories without an
+# expiry come after every one with one.
 SORTS = {
     "newest": ("-created_at", "-id"),
     "oldest": ("created_at", "id"),
     "confidence": ("-confidence", "-id"),
-    "least-confident": ("confidence", "-id"),
+    "least-confident": ("confidence", "id"),
     "expiry": ("expires_at", "id"),
-    "most-used": ("-access_count", "-id"),
+    "recently-changed": ("-updated_at", "-id"),
 }
 YES_NO = [("yes", "yes"), ("no", "no")]
 
@@ -72,14 +75,14 @@ class MemoryListFilter(django_filters.FilterSet):
         return queryset.filter(search_vector=query)
 
     def filter_sort(self, queryset: QuerySet[Memory], name: str, value: str) -> QuerySet[Memory]:
-        return queryset.order_by(*SORTS.get(value, SORTS["newest"]))
+        return queryset  # the page sorts, by keyset (``sort``)
 
     @property
-    def qs(self) -> QuerySet[Memory]:
-        queryset = super().qs
-        if not self.form.cleaned_data.get("sort"):
-            queryset = queryset.order_by(*SORTS["newest"])
-        return queryset
+    def order_name(self) -> str:
+        """The order asked for; newest first when none (or no valid one) is."""
+        if self.is_bound and self.is_valid():
+            return self.form.cleaned_data.get("sort") or "newest"
+        return "newest"
 
 
 class MemoryEditForm(forms.Form):

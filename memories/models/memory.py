@@ -11,6 +11,7 @@ from django.db.models import F, Func, Q, Value
 from django.db.models.functions import Cast, Coalesce, Length
 from django.db.models.lookups import LessThanOrEqual
 
+from memories.keyset import or_never
 from memories.models.choices import (
     CONTENT_HARD_LIMIT,
     NEEDS_REVIEW,
@@ -233,6 +234,39 @@ class Memory(models.Model):
                 F("id").desc(),
                 condition=NEEDS_REVIEW,
                 name="memory_needs_review_idx",
+            ),
+            # The lists of a project's memories (the API's and the review pages'), one per
+            # order they offer, active or not: any page of any filter is a range of one of
+            # these (memories.keyset), never a sort of the project.
+            models.Index(fields=["project", "created_at", "id"], name="memory_list_created_idx"),
+            models.Index(fields=["project", "updated_at", "id"], name="memory_list_updated_idx"),
+            models.Index(fields=["project", "confidence", "id"], name="memory_list_confidence_idx"),
+            models.Index(
+                F("project"), or_never("expires_at"), F("id"), name="memory_list_expiry_idx"
+            ),
+            # A review status is the one filter whose values can be rare either way (a new
+            # project has none approved; an old one few pending): its rows in list order.
+            models.Index(
+                fields=["project", "review_status", "created_at", "id"],
+                name="memory_list_status_idx",
+            ),
+            # The queue of every project, newest first; and a project's or every project's
+            # least confident first (the few rows that wait, never the project's whole list).
+            models.Index(
+                F("created_at").desc(),
+                F("id").desc(),
+                condition=NEEDS_REVIEW,
+                name="memory_review_newest_idx",
+            ),
+            models.Index(
+                fields=["project", "confidence", "id"],
+                condition=NEEDS_REVIEW,
+                name="memory_review_confidence_idx",
+            ),
+            models.Index(
+                fields=["confidence", "id"],
+                condition=NEEDS_REVIEW,
+                name="memory_review_least_idx",
             ),
             # Expiry job: active memories with an expiry.
             models.Index(

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET
 
 from memories import roles, selectors
 from memories.actors import Actor
+from memories.counting import count_up_to
 from policies.models import JobState
 from review.views.parts import HtmxHttpRequest
 
@@ -24,9 +25,11 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         "review/dashboard.html",
         {
             "overview": overview,
-            "global_waiting": selectors.memories_for_review(project=None)
-            .filter(selectors.global_readable(Actor.for_user(request.user)), project__isnull=True)
-            .count()
+            "global_waiting": count_up_to(
+                selectors.memories_for_review(project=None).filter(
+                    selectors.global_readable(Actor.for_user(request.user)), project__isnull=True
+                )
+            )
             if sees_global
             else 0,
             "jobs": JobState.objects.all() if sees_global else JobState.objects.none(),

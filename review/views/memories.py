@@ -16,9 +16,9 @@ from django.views.decorators.http import require_GET
 
 from memories import selectors
 from memories.models import Memory, MemoryEvent
-from review.forms import MemoryListFilter
+from review.forms import SORTS, MemoryListFilter
 from review.views.access import is_reviewer, may_read, owner, visible_project
-from review.views.parts import HtmxHttpRequest, flag_pairs, paginate, template_for
+from review.views.parts import HtmxHttpRequest, flag_pairs, keyset_page, template_for
 
 HISTORY_SHOWN = 200
 
@@ -30,11 +30,11 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     filters = MemoryListFilter(
         request.GET or None, queryset=selectors.memory_rows(project.memories.all())
     )
-    queryset = filters.qs if filters.is_bound else filters.queryset.order_by("-created_at", "-id")
-    page = paginate(request, queryset)
+    queryset = filters.qs if filters.is_bound else filters.queryset
+    page = keyset_page(queryset, SORTS[filters.order_name], request.GET.get("after", ""))
     flag_pairs(page.object_list)
     query = request.GET.copy()
-    query.pop("page", None)
+    query.pop("after", None)
     return render(
         request,
         template_for(request, "review/memories.html", "results"),

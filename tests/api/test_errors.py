@@ -248,27 +248,41 @@ def test_json_nested_too_deeply_is_a_400(agent, project, path, field):
     assert not Memory.objects.exists()
 
 
-def cursor(query: str) -> str:
+def cursor(order: str, position: object) -> str:
+    """A cursor made by hand in the API's own format."""
     import base64
+    import json
 
-    return base64.b64encode(query.encode()).decode()
+    text = json.dumps({"o": order, "p": position})
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+BY_NEWEST = "-created_at,-id"
 
 
 @pytest.mark.parametrize(
-    ("path", "query"),
+    ("path", "made"),
     [
-        ("memories", "p=notanumber"),
-        ("memories", "p=1e400"),
-        ("memories", "o=1&p=2026-13-45T99:00:00Z"),
-        ("memories?ordering=confidence", "p=notanumber"),
-        ("memories?ordering=accessCount", "p=1e400"),
-        ("memories?ordering=accessCount", "p=99999999999999999999999"),
+        ("memories", cursor(BY_NEWEST, ["notadate", 1])),
+        ("memories", cursor(BY_NEWEST, ["2026-13-45T99:00:00Z", 1])),
+        ("memories", cursor(BY_NEWEST, ["2026-01-01T00:00:00", 1])),  # no time zone
+        ("memories", cursor(BY_NEWEST, ["2026-01-01T00:00:00Z"])),  # a key short
+        ("memories", cursor(BY_NEWEST, ["2026-01-01T00:00:00Z", "x"])),
+        ("memories", cursor(BY_NEWEST, [None, 1])),  # a creation time is never empty
+        ("memories", cursor(BY_NEWEST, ["2026-01-01T00:00:00Z", 99999999999999999999999])),
+        ("memories", cursor(BY_NEWEST, {"created_at": 1})),
+        ("memories", "cD1ub3RhbnVtYmVy"),  # base64 of another format's "p=notanumber"
+        ("memories", "!!!"),
+        ("memories?ordering=confidence", cursor("confidence,id", ["notanumber", 1])),
+        ("memories?ordering=confidence", cursor("confidence,id", [1e400, 1])),
+        ("memories?ordering=confidence", cursor("confidence,id", [True, 1])),
+        ("memories?ordering=expiresAt", cursor("expires_at,id", [12, 1])),
     ],
 )
-def test_a_hand_made_cursor_with_a_bad_position_is_a_400(agent, project, make_memory, path, query):
+def test_a_hand_made_cursor_with_a_bad_position_is_a_400(agent, project, make_memory, path, made):
     make_memory(project=project)
     separator = "&" if "?" in path else "?"
-    response = agent.get(url(project, path) + f"{separator}cursor={cursor(query)}")
+    response = agent.get(url(project, path) + f"{separator}cursor={made}")
     assert response.status_code == 400, response.content
     assert response.json()["error"]["fields"] == {
         "cursor": ["Invalid cursor: use the `next` URL as given."]
@@ -305,3 +319,28 @@ def test_a_share_range_upside_down_is_refused(agent, project):
     )
     assert response.status_code == 400, response.content
     assert "min must not be greater than max" in response.content.decode()
+
+
+def test_a_cursor_of_another_order_says_so(agent, project, make_memory):
+    make_memory(project=project)
+    made = cursor(BY_NEWEST, ["2026-01-01T00:00:00Z", 1])
+    response = agent.get(url(project, f"memories?ordering=confidence&cursor={made}"))
+    assert response.status_code == 400, response.content
+    assert "another order" in response.json()["error"]["fields"]["cursor"][0]
+
+
+@pytest.mark.parametrize(
+    ("ordering", "hint"),
+    [
+        ("accessCount", "no longer a sort order"),
+        ("-relevanceScore", "no longer a sort order"),
+        ("confidence,-createdAt", "one field"),
+        ("content", "not sortable"),
+    ],
+)
+def test_an_order_no_index_keeps_is_refused_with_the_ones_there_are(agent, project, ordering, hint):
+    response = agent.get(url(project, f"memories?ordering={ordering}"))
+    assert response.status_code == 400, response.content
+    message = response.json()["error"]["fields"]["ordering"][0]
+    assert hint in message
+    assert "createdAt, updatedAt, confidence, expiresAt" in message

@@ -15,6 +15,7 @@ from policies.consolidation import consolidate_memories
 from policies.expiry import expire_memories
 from policies.runner import record_run
 from policies.staleness import memories_mark_changed
+from review.forms import SORTS
 from tests.factories import distinct_sentence
 from tests.review.conftest import HTMX
 
@@ -142,9 +143,28 @@ def test_dashboard_query_count_does_not_grow_with_projects(
     for project in ProjectFactory.create_batch(5):
         make_memory(project=project)
     # session, user, the user's and their groups' permissions (their role over every
-    # project), projects' counts, projects, global queue count, jobs
-    with django_assert_num_queries(8):
+    # project), the projects with their counts, global queue count, jobs
+    with django_assert_num_queries(7):
         reviewer_client.get(reverse("review:dashboard"))
+
+
+def test_dashboard_counts_each_kind_up_to_the_bound(
+    reviewer_client, project, make_memory, reviewer_actor, settings
+):
+    memories = [make_memory(project=project) for _ in range(4)]
+    soon = timezone.now() + timedelta(days=2)
+    Memory.objects.filter(pk__in=[m.pk for m in memories[:3]]).update(
+        expires_at=soon, confidence=0.1
+    )
+    services.memory_flag(memory=memories[0], actor=reviewer_actor, reason="x")
+    settings.LIST_COUNT_BOUND = 3
+    row = next(
+        r
+        for r in reviewer_client.get(reverse("review:dashboard")).context["overview"]
+        if r.project == project
+    )
+    assert (str(row.active), str(row.needs_review)) == ("3+", "3+")
+    assert (row.stale, row.expiring, row.low_confidence, row.archived) == (1, 3, 3, 0)
 
 
 # --- queue ------------------------------------------------------------------------------------
@@ -446,11 +466,39 @@ def test_list_sorts_and_pagination_keeps_the_filters(reviewer_client, project, m
     url = reverse("review:memories", args=[project.slug])
     response = reviewer_client.get(url + "?type=warning&sort=oldest")
     page = response.context["page"]
-    assert page.paginator.count == 55
-    assert [m.pk for m in page][:2] == sorted(m.pk for m in page)[:2]
-    assert "?type=warning&amp;sort=oldest&amp;page=2" in response.text
-    second = reviewer_client.get(url + "?type=warning&sort=oldest&page=2")
+    assert str(page.count) == "55"
+    assert [m.pk for m in page] == sorted(m.pk for m in page)
+    assert "?type=warning&amp;sort=oldest&amp;after=" in response.text
+    second = reviewer_client.get(url + f"?type=warning&sort=oldest&after={page.next_after}")
     assert len(second.context["page"].object_list) == 5
+    assert second.context["page"].object_list[0].pk > page.object_list[-1].pk
+
+
+@pytest.mark.parametrize("sort", list(SORTS))
+def test_every_sort_pages_through_each_memory_once(reviewer_client, project, make_memory, sort):
+    memories = _pending(make_memory, project, 7)
+    Memory.objects.filter(pk__in=[m.pk for m in memories[::2]]).update(
+        confidence=0.4, expires_at=timezone.now() + timedelta(days=3)
+    )
+    url = reverse("review:memories", args=[project.slug])
+    seen, after = [], ""
+    while True:
+        page = reviewer_client.get(url, {"sort": sort, "after": after}).context["page"]
+        seen += [m.pk for m in page]
+        if not page.next_after:
+            break
+        after = page.next_after
+    assert sorted(seen) == sorted(m.pk for m in memories)
+
+
+def test_a_count_above_the_bound_reads_no_further(reviewer_client, project, make_memory, settings):
+    _pending(make_memory, project, 6)
+    settings.LIST_COUNT_BOUND = 5
+    response = reviewer_client.get(reverse("review:memories", args=[project.slug]))
+    assert str(response.context["page"].count) == "5+"
+    assert "5+ memories" in response.text
+    queue = reviewer_client.get(reverse("review:project-queue", args=[project.slug]))
+    assert "<strong>5+</strong> waiting" in queue.text
 
 
 def test_list_with_bad_filters_says_what_is_wrong(reviewer_client, project, make_memory):
