@@ -1,14 +1,17 @@
-"""Counts a page can afford: exact up to a bound, "10,000+" above it. Counting a filter of a
-million rows exactly reads every one of them on every page; counting up to the bound reads
-at most the bound, through the same index the page walks.
+"""Counts a page can afford: exact up to a bound, the planner's estimate above it ("about
+98,000"). Counting a filter of a million rows exactly reads every one of them on every page;
+counting up to the bound reads at most the bound, through the same index the page walks, and
+the estimate costs a plan.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.db import connections
 from django.db.models import IntegerField, QuerySet, Subquery
 
 
@@ -18,8 +21,11 @@ class Tally:
 
     value: int
     more: bool = False
+    estimated: bool = False  # ``value`` is the planner's estimate of a count above the bound
 
     def __str__(self) -> str:
+        if self.estimated:
+            return f"about {_rounded(self.value):,}"
         return f"{self.value:,}+" if self.more else f"{self.value:,}"
 
     def __int__(self) -> int:
@@ -48,10 +54,39 @@ class Tally:
         return self.value == 1 and not self.more
 
 
-def count_up_to(queryset: QuerySet[Any], bound: int | None = None) -> Tally:
-    """The rows of ``queryset``, counted no further than ``bound`` (LIST_COUNT_BOUND)."""
+def _rounded(value: int) -> int:
+    """Two significant figures: an estimate claims no more."""
+    digits = len(str(value))
+    return round(value, 2 - digits) if digits > 2 else value
+
+
+def count_up_to(
+    queryset: QuerySet[Any], bound: int | None = None, *, estimate: bool = False
+) -> Tally:
+    """The rows of ``queryset``, counted no further than ``bound`` (LIST_COUNT_BOUND).
+
+    With ``estimate``, a set the planner expects to be well above the bound is not counted
+    at all: its estimate is the answer ("about 98,000"). Below that the rows are counted up
+    to the bound, and a count that reaches it says so ("1,000+")."""
     bound = settings.LIST_COUNT_BOUND if bound is None else bound
-    return Tally.of(queryset.order_by().values("pk")[: bound + 1].count(), bound)
+    rows = queryset.order_by().values("pk")
+    if estimate:
+        planned = planned_rows(rows)
+        if planned > 2 * bound:
+            return Tally(planned, more=True, estimated=True)
+    return Tally.of(rows[: bound + 1].count(), bound)
+
+
+def planned_rows(queryset: QuerySet[Any]) -> int:
+    """How many rows PostgreSQL's planner expects ``queryset`` to return (EXPLAIN, nothing
+    run: the table's statistics)."""
+    sql, params = queryset.query.sql_with_params()
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
+        plan = cursor.fetchone()[0]
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return int(plan[0]["Plan"]["Plan Rows"])
 
 
 class CountUpTo(Subquery):

@@ -70,7 +70,7 @@ def keyset_page(
     found = found[:size]
     return KeysetPage(
         object_list=found,
-        count=count_up_to(queryset),
+        count=count_up_to(queryset, estimate=True),
         after=cursor if start is not None else "",
         next_after=signing.dumps([order.label, order.position(found[-1])], salt="review-keyset")
         if more
