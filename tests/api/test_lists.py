@@ -7,13 +7,12 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from api.filters import CamelOrderingFilter
 from memories.models import Memory
 from tests.api.conftest import url
+from tests.plans import memories_scans, nodes, page_statement, plan_without_sorting
 
 pytestmark = pytest.mark.django_db
 
@@ -74,38 +73,13 @@ def test_a_page_never_skips_a_memory_written_meanwhile(agent, project, make_memo
     assert [m["id"] for m in first["memories"]] + rest[:2] == older
 
 
-def _plan(sql: str, params: tuple) -> dict:
-    """The plan PostgreSQL makes when it may not sort and may not read the table whole:
-    a Sort node is then left only where no index gives the order."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        for setting in ("enable_seqscan", "enable_sort", "enable_bitmapscan"):
-            cursor.execute(f"SET LOCAL {setting} = off")
-        cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
-        return cursor.fetchone()[0][0]["Plan"]
-
-
-def _nodes(plan: dict) -> list[dict]:
-    return [plan, *(node for child in plan.get("Plans", []) for node in _nodes(child))]
-
-
-def _list_statement(client, path: str) -> tuple[str, tuple]:
-    with CaptureQueriesContext(connection) as queries:
-        response = client.get(path)
-    assert response.status_code == 200, response.content
-    statements = [q["sql"] or "" for q in queries.captured_queries]
-    listing = [s for s in statements if "LIMIT" in s and 'FROM "project_memories"' in s]
-    assert listing, statements
-    return listing[0], ()
-
-
 @pytest.mark.parametrize("ordering", ORDERS)
 def test_every_order_is_an_index_range_at_any_depth(agent, project, tied, ordering):
     first = agent.get(url(project, "memories") + f"?limit=3&ordering={ordering}").json()
-    sql, params = _list_statement(agent, first["next"])
-    nodes = _nodes(_plan(sql, params))
-    kinds = {node["Node Type"] for node in nodes}
-    assert "Sort" not in kinds, json.dumps(nodes, indent=1)
-    scans = [n for n in nodes if n.get("Relation Name") == "project_memories"]
+    plan = plan_without_sorting(page_statement(agent, first["next"]))
+    kinds = {node["Node Type"] for node in nodes(plan)}
+    assert "Sort" not in kinds, json.dumps(plan, indent=1)
+    scans = memories_scans(plan)
     assert [n.get("Index Name", "") for n in scans] == [scans[0].get("Index Name")]
     assert scans[0]["Index Name"].startswith("memory_list_"), scans[0]
     # The cursor's position is where the index range starts, not a filter over the rows.
@@ -115,6 +89,5 @@ def test_every_order_is_an_index_range_at_any_depth(agent, project, tied, orderi
 
 def test_a_filtered_list_still_walks_an_index_in_its_order(agent, project, tied):
     path = url(project, "memories") + "?limit=3&type=warning&source=run&ordering=-confidence"
-    sql, params = _list_statement(agent, path)
-    kinds = {node["Node Type"] for node in _nodes(_plan(sql, params))}
+    kinds = {node["Node Type"] for node in nodes(plan_without_sorting(page_statement(agent, path)))}
     assert "Sort" not in kinds
