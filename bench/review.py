@@ -22,10 +22,13 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+# Run as a script, this folder comes first on the path, and its mcp.py would hide the MCP SDK
+# that the URLs import.
+sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-import django
+import django  # noqa: E402
 
 django.setup()
 
