@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import pytest
+from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.db import connection
@@ -272,3 +273,15 @@ def test_history_is_searched_by_memory_id(admin_client, project, make_memory):
 def test_a_project_links_to_its_memories(admin_client, project):
     page = admin_client.get(reverse("admin:memories_project_changelist")).content.decode()
     assert f"{CHANGELIST}?project__id__exact={project.pk}" in page
+
+
+def test_every_changelist_answers_filtered_to_a_project_by_id_and_slug(admin_client, project):
+    for model, model_admin in admin.site._registry.items():
+        opts = model._meta
+        url = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
+        assert admin_client.get(url).status_code == 200, url
+        if lists.ProjectFilter in model_admin.list_filter:
+            for value in [project.pk, project.slug, "none"]:
+                response = admin_client.get(f"{url}?project__id__exact={value}")
+                assert response.status_code == 200, (url, value)
+                assert "?e=1" not in response.get("Location", ""), (url, value)
