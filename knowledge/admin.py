@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
 from knowledge import decisions
@@ -16,6 +16,7 @@ from knowledge.models import Entity, EntityLink, EntityTerm, JudgeAnswer, Memory
 from memories import roles
 from memories.actors import Actor
 from memories.admin.access import ByProjectRole, require_role
+from memories.admin.lists import EstimatedCountPaginator, ProjectFilter
 from memories.models import Role
 
 
@@ -57,10 +58,19 @@ class MemoryPairAdmin(ByProjectRole):
         "similarity",
         "created_at",
     ]
-    list_filter = ["kind", "status", "project"]
+    list_filter = ["kind", "status", ProjectFilter]
     list_select_related = ["project", "first", "second"]
     search_fields = ["first__content", "second__content"]
+    search_help_text = (
+        "#123 or 123: the pairs of memory 123. Words are looked for in both memories without"
+        " an index: pick a project first."
+    )
+    paginator = EstimatedCountPaginator
     show_full_result_count = False
+    # Newest first through the primary key; no other column is indexed in a whole list's
+    # order.
+    ordering = ["-id"]
+    sortable_by = ["id"]
     actions = [
         _pair_action("Keep both (not a conflict)", "dismiss"),
         _pair_action("Keep the newer, supersede the older", "keep-newer"),
@@ -69,6 +79,16 @@ class MemoryPairAdmin(ByProjectRole):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return [field.name for field in MemoryPair._meta.fields]
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[MemoryPair], search_term: str
+    ) -> tuple[QuerySet[MemoryPair], bool]:
+        number = search_term.strip().removeprefix("#")
+        if number.isdigit() and len(number) < 19:
+            # Through the indexes of the two foreign keys.
+            memory_id = int(number)
+            return queryset.filter(Q(first_id=memory_id) | Q(second_id=memory_id)), False
+        return super().get_search_results(request, queryset, search_term)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # found by the store, or proposed by a supersede
@@ -85,8 +105,10 @@ class EntityTermAdmin(ByProjectRole):
 
     change_role = Role.MAINTAINER
     list_display = ["name", "project"]
-    list_filter = ["project"]
+    list_filter = [ProjectFilter]
+    list_select_related = ["project"]
     search_fields = ["name"]
+    autocomplete_fields = ["project"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return super().has_add_permission(request) and (
@@ -99,12 +121,26 @@ class EntityAdmin(ByProjectRole):
     """The names memories mention, as read from their words (read only: the words decide)."""
 
     list_display = ["name", "kind", "project", "created_at"]
-    list_filter = ["kind", "project"]
+    list_filter = ["kind", ProjectFilter]
+    list_select_related = ["project"]
     search_fields = ["key"]
+    search_help_text = "The start of a name (case does not matter)."
+    paginator = EstimatedCountPaginator
     show_full_result_count = False
+    # In name order, through entity_key_unique (every project) or entity_project_key_idx
+    # (one project).
+    ordering = ["key", "project"]
+    sortable_by = ()
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return [field.name for field in Entity._meta.fields]
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Entity], search_term: str
+    ) -> tuple[QuerySet[Entity], bool]:
+        # The key is the name in lower case, in byte order: a prefix walks its b-tree.
+        start = search_term.strip().lower()
+        return (queryset.filter(key__startswith=start) if start else queryset), False
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -115,8 +151,10 @@ class EntityLinkAdmin(ByProjectRole):
     """Relationships reviewers added or removed on the entity pages."""
 
     list_display = ["first", "second", "type", "removed", "actor_label", "updated_at"]
-    list_filter = ["type", "removed", "project"]
+    list_filter = ["type", "removed", ProjectFilter]
     list_select_related = ["first", "second"]
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return ["project", "first", "second", "created_by", "actor_label", "created_at"]

@@ -11,8 +11,9 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Func, Q, QuerySet, TextField, Value
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -21,6 +22,7 @@ from django.utils.html import format_html, format_html_join
 from memories import selectors, services
 from memories.actors import Actor
 from memories.admin.access import ByProjectRole, require_role
+from memories.admin.lists import EstimatedCountPaginator, ProjectFilter
 from memories.models import Memory, MemoryEvent, MemoryType, Role, Scope
 from memories.services.validation import secrets_mode, text_fields
 
@@ -139,7 +141,7 @@ class MemoryAdmin(ByProjectRole):
         "expires_at",
     ]
     list_filter = [
-        "project",
+        ProjectFilter,
         "type",
         "source",
         "active",
@@ -150,9 +152,22 @@ class MemoryAdmin(ByProjectRole):
         ExpiringSoonFilter,
     ]
     list_select_related = ["project"]
-    search_fields = ["content"]
     list_per_page = 50
+    paginator = EstimatedCountPaginator
     show_full_result_count = False
+    # Newest first by id, through the primary key (every project) or memory_project_id_idx
+    # (one project); no other column has an index in the order of a whole list, so no other
+    # header sorts.
+    ordering = ["-id"]
+    sortable_by = ["id"]
+    # Searched by get_search_results (full text, a tag, an id), not by Django's icontains.
+    search_fields = ["content"]
+    search_help_text = (
+        'Words of the active memories, as in a web search ("exact phrase", -without, or);'
+        " a whole tag (src/core/**); #123 or 123 for memory 123. Inactive memories are"
+        " searched with the filter Active: No (slower: they are not in the text index)."
+    )
+    autocomplete_fields = ["project"]
     raw_id_fields = ["source_run"]
     readonly_fields = [
         "confidence",
@@ -267,14 +282,11 @@ class MemoryAdmin(ByProjectRole):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Memory], search_term: str
     ) -> tuple[QuerySet[Memory], bool]:
-        """Search the content (Django's default) and the tags."""
-        by_content, may_have_duplicates = super().get_search_results(request, queryset, search_term)
-        if not search_term:
-            return by_content, may_have_duplicates
-        by_tags = queryset.alias(
-            tag_text=Func("tags", Value(" "), function="array_to_string", output_field=TextField())
-        ).filter(tag_text__icontains=search_term)
-        return by_content | by_tags, may_have_duplicates
+        """Words through the full-text index, a whole tag through the tags index, and an id
+        (the indexes hold active memories only: the inactive ones are searched when the list
+        is filtered to them)."""
+        inactive = request.GET.get("active__exact") == "0"
+        return memory_search(queryset, search_term, inactive=inactive), False
 
     def save_model(self, request: HttpRequest, obj: Memory, form: forms.ModelForm, change: bool):
         actor = Actor.for_user(request.user)
@@ -375,6 +387,26 @@ class MemoryAdmin(ByProjectRole):
         )
 
 
+def memory_search(queryset: QuerySet[Memory], term: str, *, inactive: bool) -> QuerySet[Memory]:
+    """The memories whose words match ``term`` as a web search (as the API's ``q``), that
+    carry it as a whole tag, or whose id it is (``123`` or ``#123``). The words and tags are
+    looked up in memory_search_gin and memory_tags_gin, which hold the active memories only:
+    those are searched unless ``inactive`` (then without an index, over what the other
+    filters leave)."""
+    term = term.strip()
+    if not term:
+        return queryset
+    number = term.removeprefix("#")
+    by_id = Q(pk=int(number)) if number.isdigit() and len(number) < 19 else Q(pk__in=[])
+    if term.startswith("#") and number.isdigit():
+        return queryset.filter(by_id)
+    words = SearchQuery(term, search_type="websearch", config="english")
+    # One OR of three simple arms, each of which an index answers (a bitmap OR).
+    by_words = Q(search_vector=words, active=not inactive)
+    by_tag = Q(tags__contains=[term], active=not inactive)
+    return queryset.filter(by_id | by_words | by_tag)
+
+
 def _changes_text(changes: dict[str, Any]) -> str:
     return "; ".join(f"{name}: {before!r} → {after!r}" for name, (before, after) in changes.items())
 
@@ -382,10 +414,28 @@ def _changes_text(changes: dict[str, Any]) -> str:
 @admin.register(MemoryEvent)
 class MemoryEventAdmin(ByProjectRole):
     list_display = ["created_at", "memory_id", "project", "action", "actor_label", "reason"]
-    list_filter = ["action", "project"]
+    list_filter = ["action", ProjectFilter]
     search_fields = ["reason", "actor_label"]
+    search_help_text = (
+        "#123 or 123: the history of memory 123. Words are looked for in the reason and the"
+        " actor without an index: pick a project first on a long history."
+    )
     list_select_related = ["project"]
+    paginator = EstimatedCountPaginator
     show_full_result_count = False
+    # Newest first by id, through the primary key (every project) or event_project_id_idx
+    # (one project); the history is written in id order, so this is its time order too.
+    ordering = ["-id"]
+    sortable_by = ()
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[MemoryEvent], search_term: str
+    ) -> tuple[QuerySet[MemoryEvent], bool]:
+        number = search_term.strip().removeprefix("#")
+        if number.isdigit() and len(number) < 19:
+            # Through event_memory_recent_idx.
+            return queryset.filter(memory_id=int(number)), False
+        return super().get_search_results(request, queryset, search_term)
 
     def global_rows(self, actor: Actor) -> Q:
         # The history of a global memory: of the ones the person may read.

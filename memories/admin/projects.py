@@ -11,9 +11,12 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
 from memories import services
 from memories.admin.access import ByProjectRole, require_role
+from memories.admin.lists import EstimatedCountPaginator, ProjectFilter
 from memories.models import ApiKey, Membership, MemoryPolicy, Project, Role, Run, RunMemory
 
 
@@ -36,17 +39,24 @@ class ProjectAdmin(ByProjectRole):
 
     project_field = "pk"
     change_role = Role.MAINTAINER
-    list_display = ["name", "slug", "created_at"]
+    list_display = ["name", "slug", "created_at", "memories_link"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
     inlines = [MemoryPolicyInline, MembershipInline]
+
+    @admin.display(description="memories")
+    def memories_link(self, obj: Project) -> str:
+        # The way to a project's memories when the memories' project filter does not list it.
+        url = reverse("admin:memories_memory_changelist")
+        return format_html('<a href="{}?project__id__exact={}">memories</a>', url, obj.pk)
 
 
 @admin.register(Membership)
 class MembershipAdmin(ByProjectRole):
     change_role = Role.MAINTAINER
     list_display = ["project", "user", "role", "created_at"]
-    list_filter = ["role", "project"]
+    list_filter = ["role", ProjectFilter]
+    list_select_related = ["project", "user"]
     search_fields = ["user__username", "project__slug"]
     autocomplete_fields = ["user", "project"]
 
@@ -65,9 +75,16 @@ class RunMemoryInline(admin.TabularInline):
 @admin.register(Run)
 class RunAdmin(ByProjectRole):
     list_display = ["external_id", "project", "task_title", "status", "started_at", "finished_at"]
-    list_filter = ["project", "status"]
+    list_filter = [ProjectFilter, "status"]
     search_fields = ["external_id", "task_title"]
+    search_help_text = (
+        "Words of the external id or the task, looked for without an index: pick a project"
+        " first on a long list."
+    )
     list_select_related = ["project"]
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    sortable_by = ()
     readonly_fields = [
         "project",
         "external_id",
@@ -84,6 +101,13 @@ class RunAdmin(ByProjectRole):
         # Runs are started by agents through the API (memories.services.run_start).
         return False
 
+    def get_ordering(self, request: HttpRequest) -> list[str]:
+        # Newest first either way: one project's through run_project_recent_idx, every
+        # project's through the primary key (started_at has no index of its own).
+        if request.GET.get(ProjectFilter.parameter_name):
+            return ["-started_at", "-id"]
+        return ["-id"]
+
 
 class ApiKeyForm(forms.ModelForm):
     class Meta:
@@ -96,7 +120,8 @@ class ApiKeyAdmin(ByProjectRole):
     change_role = Role.MAINTAINER
 
     list_display = ["name", "project", "prefix", "created_at", "last_used_at", "revoked_at"]
-    list_filter = ["project"]
+    list_filter = [ProjectFilter]
+    autocomplete_fields = ["project"]
     search_fields = ["name", "prefix"]
     list_select_related = ["project"]
     actions = ["revoke"]

@@ -322,6 +322,11 @@ class Memory(models.Model):
                 condition=Q(archived_at__isnull=False),
                 name="memory_archived_idx",
             ),
+            # The admin's list of one project's memories, newest first
+            # (WHERE project_id = %s ORDER BY id DESC LIMIT 50 OFFSET %s): an index-only walk
+            # at any page; it also counts a project's memories and finds them when it is
+            # deleted. It holds every memory, active or not, as the admin shows them all.
+            models.Index(fields=["project", "id"], name="memory_project_id_idx"),
             # The API's tag and text filters, on active memories (their default). A memory
             # that expires, is evicted or merged leaves these indexes instead of adding its
             # tags and words again: half the cost of an expiry batch.

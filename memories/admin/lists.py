@@ -1,0 +1,158 @@
+"""What keeps an admin list as fast at a million rows as at a thousand (DESIGN.md 6g): a count
+that is the planner's estimate past a bound, pages whose rows are found by id first, and a
+project filter that lists a bounded number of projects.
+
+A list over a large table sets ``paginator = EstimatedCountPaginator``, orders by an index
+(``ordering`` and ``sortable_by``) and filters projects with ``ProjectFilter``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.core.paginator import EmptyPage, Page, Paginator
+from django.db import connections
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
+from django.utils.functional import cached_property
+
+from memories import roles
+from memories.models import Project
+
+# Up to this many rows a list is counted exactly (reading at most this many index entries);
+# past it the count is the planner's estimate, shown as "about ...".
+EXACT_COUNT_BOUND = 10_000
+# The projects a project filter lists (by name); any other is reached by its id or slug.
+PROJECT_CHOICES = 20
+
+
+def planner_rows(queryset: QuerySet[Any]) -> int:
+    """The number of rows the planner expects ``queryset`` to return (EXPLAIN, not run):
+    for the whole table that is pg_class.reltuples, for a filter its selectivity."""
+    sql, params = queryset.order_by().query.sql_with_params()
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+        (plan,) = cursor.fetchone()
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return int(plan[0]["Plan"]["Plan Rows"])
+
+
+def about(number: int) -> str:
+    """``98,123`` as ``about 98,000``: an estimate shown to two significant digits."""
+    digits = len(str(number))
+    rounded = round(number, -(digits - 2)) if digits > 2 else number
+    return f"about {rounded:,}"
+
+
+class EstimatedCountPaginator(Paginator):
+    """Counts a list exactly only when the planner expects at most ``EXACT_COUNT_BOUND``
+    rows, and then with a LIMIT, so that a wrong guess still reads a bounded number of rows;
+    a larger list's count is the estimate (``estimated`` is set, ``count_label`` says
+    "about"). A page reads the ids of its rows first (an index-only walk over the skipped
+    ones), then the rows of those ids: page 500 costs 25,000 index entries, not 25,000 rows.
+    """
+
+    estimated = False
+
+    @cached_property
+    def count(self) -> int:
+        rows = self.object_list
+        if not isinstance(rows, QuerySet):
+            return super().count
+        estimate = planner_rows(rows)
+        if estimate > EXACT_COUNT_BOUND:
+            self.estimated = True
+            return estimate
+        counted = rows.order_by()[: EXACT_COUNT_BOUND + 1].count()
+        if counted > EXACT_COUNT_BOUND:
+            self.estimated = True  # the planner guessed low
+            return max(estimate, counted)
+        return counted
+
+    @property
+    def count_label(self) -> str:
+        count = self.count
+        return about(count) if self.estimated else f"{count:,}"
+
+    def validate_number(self, number: Any) -> int:
+        # Past an estimate the rows may go on (or end sooner): a page beyond it is served,
+        # empty if there is nothing there.
+        if not self.count or not self.estimated:
+            return super().validate_number(number)
+        try:
+            return super().validate_number(number)
+        except EmptyPage:
+            if int(number) < 1:
+                raise
+            return int(number)
+
+    def page(self, number: Any) -> Page:
+        number = self.validate_number(number)
+        rows = self.object_list
+        if not isinstance(rows, QuerySet):
+            return super().page(number)
+        bottom = (number - 1) * self.per_page
+        top = bottom + self.per_page
+        # The same filters and order again, over at most one page of ids: the planner joins
+        # the page's ids to the rows by primary key.
+        on_page = rows.filter(pk__in=rows.values("pk")[bottom:top])
+        return Page(on_page, number, self)
+
+
+class ProjectFilter(admin.SimpleListFilter):
+    """The project of a row, by id or slug (``?project__id__exact=12``, as Django's own
+    filter names it). It lists at most ``PROJECT_CHOICES`` projects by name, of those the
+    person may see, and the chosen one: on an install of a thousand projects a list of every
+    one is a page of its own (and would name projects the person has no role in). Any
+    project's rows are a click away on the projects' list (its "memories" link)."""
+
+    title = "project"
+    parameter_name = "project__id__exact"
+    template = "admin/memories/project_filter.html"
+
+    def __init__(
+        self, request: HttpRequest, params: Any, model: type[Model], model_admin: Any
+    ) -> None:
+        self.project_field = getattr(model_admin, "project_field", "project")
+        self.nullable = bool(getattr(model._meta.get_field(self.project_field), "null", False))
+        super().__init__(request, params, model, model_admin)
+        # What the template's own box sends again beside the project it asks for.
+        self.other_params = [
+            (name, value)
+            for name, value in request.GET.items()
+            if name not in {self.parameter_name, "p", "e"}
+        ]
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        visible = (
+            Project.objects.all() if request.user.is_superuser else roles.projects_for(request.user)
+        )
+        listed = list(visible.order_by("name").values_list("pk", "name")[:PROJECT_CHOICES])
+        chosen = self.value()
+        if chosen and chosen != "none" and all(str(pk) != chosen for pk, _ in listed):
+            listed += list(self._chosen(visible, chosen).values_list("pk", "name"))
+        choices = [(str(pk), name) for pk, name in listed]
+        if self.nullable:
+            choices.append(("none", "no project (global)"))
+        return choices
+
+    def value(self) -> str | None:
+        value = super().value()
+        return value.strip() if isinstance(value, str) else value
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        chosen = self.value()
+        if not chosen:
+            return queryset
+        if chosen == "none":
+            return queryset.filter(**{f"{self.project_field}__isnull": True})
+        if chosen.isdigit():
+            return queryset.filter(**{f"{self.project_field}_id": int(chosen)})
+        return queryset.filter(**{f"{self.project_field}__slug": chosen})
+
+    @staticmethod
+    def _chosen(projects: QuerySet[Project], chosen: str) -> QuerySet[Project]:
+        return projects.filter(pk=int(chosen)) if chosen.isdigit() else projects.filter(slug=chosen)
