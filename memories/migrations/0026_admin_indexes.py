@@ -26,7 +26,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("memories", "0024_policy_people"),
+        ("memories", "0025_list_indexes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
