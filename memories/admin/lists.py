@@ -8,17 +8,16 @@ A list over a large table sets ``paginator = EstimatedCountPaginator``, orders b
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import admin
 from django.core.paginator import EmptyPage, Page, Paginator
-from django.db import connections
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils.functional import cached_property
 
 from memories import roles
+from memories.counting import Tally, planned_rows
 from memories.models import Project
 
 # Up to this many rows a list is counted exactly (reading at most this many index entries);
@@ -26,25 +25,6 @@ from memories.models import Project
 EXACT_COUNT_BOUND = 10_000
 # The projects a project filter lists (by name); any other is reached by its id or slug.
 PROJECT_CHOICES = 20
-
-
-def planner_rows(queryset: QuerySet[Any]) -> int:
-    """The number of rows the planner expects ``queryset`` to return (EXPLAIN, not run):
-    for the whole table that is pg_class.reltuples, for a filter its selectivity."""
-    sql, params = queryset.order_by().query.sql_with_params()
-    with connections[queryset.db].cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
-        (plan,) = cursor.fetchone()
-    if isinstance(plan, str):
-        plan = json.loads(plan)
-    return int(plan[0]["Plan"]["Plan Rows"])
-
-
-def about(number: int) -> str:
-    """``98,123`` as ``about 98,000``: an estimate shown to two significant digits."""
-    digits = len(str(number))
-    rounded = round(number, -(digits - 2)) if digits > 2 else number
-    return f"about {rounded:,}"
 
 
 class EstimatedCountPaginator(Paginator):
@@ -62,7 +42,7 @@ class EstimatedCountPaginator(Paginator):
         rows = self.object_list
         if not isinstance(rows, QuerySet):
             return super().count
-        estimate = planner_rows(rows)
+        estimate = planned_rows(rows.order_by())
         if estimate > EXACT_COUNT_BOUND:
             self.estimated = True
             return estimate
@@ -75,7 +55,7 @@ class EstimatedCountPaginator(Paginator):
     @property
     def count_label(self) -> str:
         count = self.count
-        return about(count) if self.estimated else f"{count:,}"
+        return str(Tally(count, more=self.estimated, estimated=self.estimated))
 
     def validate_number(self, number: Any) -> int:
         # Past an estimate the rows may go on (or end sooner): a page beyond it is served,
