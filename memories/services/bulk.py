@@ -76,9 +76,11 @@ def bulk_edit_start(
     project: Project | None = None,
     parameters: Mapping[str, Any] | None = None,
     described: str = "",
+    enqueue: bool = True,
 ) -> BulkEdit:
     """A job that applies ``action`` to every memory of ``memories`` (a filtered queryset),
-    queued once its snapshot commits. ``described``: the filter as the person sees it.
+    queued once its snapshot commits (``enqueue=False``: the caller runs it, as the
+    benchmark does). ``described``: the filter as the person sees it.
 
     Queries: the job, the snapshot (one statement), the owners of what it covers, the total.
     """
@@ -113,10 +115,14 @@ def bulk_edit_start(
             )
         if total == 0:
             raise ValidationError("No memory matches the filter: nothing to change.")
-        _require_reviewer_of_every(actor, job)
+        owners = _require_reviewer_of_every(actor, job)
+        if project is None and len(owners) == 1:
+            # All of one project's (the admin's selection, mostly): the job is that project's.
+            job.project_id = next(iter(owners))
         job.total = total
-        job.save(update_fields=["total"])
-        transaction.on_commit(lambda: _enqueue(job.pk))
+        job.save(update_fields=["total", "project"])
+        if enqueue:
+            transaction.on_commit(lambda: _enqueue(job.pk))
     return job
 
 
@@ -154,9 +160,11 @@ def _owners(job: BulkEdit) -> set[int | None]:
         return {row[0] for row in cursor.fetchall()}
 
 
-def _require_reviewer_of_every(actor: Actor, job: BulkEdit) -> None:
-    """The whole job is refused if it covers a memory the person may not review."""
-    refused = [owner for owner in _owners(job) if not actor.can_review(owner)]
+def _require_reviewer_of_every(actor: Actor, job: BulkEdit) -> set[int | None]:
+    """The whole job is refused if it covers a memory the person may not review; the
+    projects it covers (None: global memories) otherwise."""
+    owners = _owners(job)
+    refused = [owner for owner in owners if not actor.can_review(owner)]
     if refused:
         names = sorted(
             "global memories" if owner is None else f"project {owner}" for owner in refused
@@ -166,6 +174,7 @@ def _require_reviewer_of_every(actor: Actor, job: BulkEdit) -> None:
             + ", ".join(names)
             + "): narrow it to the projects where you are a reviewer; nothing was changed."
         )
+    return owners
 
 
 def _enqueue(job_id: int) -> None:
@@ -177,7 +186,7 @@ def _enqueue(job_id: int) -> None:
 # --- undoing ---------------------------------------------------------------------------------
 
 
-def bulk_edit_undo(*, job: BulkEdit, actor: Actor) -> BulkEdit:
+def bulk_edit_undo(*, job: BulkEdit, actor: Actor, enqueue: bool = True) -> BulkEdit:
     """The job that takes back every change ``job`` made, queued once it commits. Refused
     for a job still running, for an undo, and for a job undone already (or being undone)."""
     if not actor.is_human or actor.user is None:
@@ -220,7 +229,7 @@ def bulk_edit_undo(*, job: BulkEdit, actor: Actor) -> BulkEdit:
             original.status = BulkStatus.UNDONE
             original.save(update_fields=["status"])
         undo.save(update_fields=["total", "status", "started_at", "finished_at"])
-        if undo.total:
+        if undo.total and enqueue:
             transaction.on_commit(lambda: _enqueue(undo.pk))
     return undo
 
