@@ -27,7 +27,7 @@ from django.utils.html import format_html
 
 from memories.actors import Actor
 from memories.admin.access import ByProjectRole
-from memories.models import BulkAction, BulkEdit, BulkStatus, Memory
+from memories.models import BulkAction, BulkEdit, Memory
 from memories.services import bulk
 
 
@@ -182,7 +182,7 @@ class BulkEditAdmin(ByProjectRole):
     @admin.action(description="Undo (as a background job)")
     def undo(self, request: HttpRequest, queryset: QuerySet[BulkEdit]) -> None:
         actor = Actor.for_user(request.user)
-        for job in queryset.filter(status__in=[BulkStatus.DONE, BulkStatus.FAILED]):
+        for job in queryset.order_by("pk"):
             try:
                 undo = bulk.bulk_edit_undo(job=job, actor=actor)
             except (PermissionDenied, ValidationError) as error:
