@@ -295,3 +295,25 @@ def test_an_eager_celery_runs_the_job_when_the_snapshot_commits(
     assert not memories.filter(expires_at__gt=timezone.now() - timedelta(minutes=1)).filter(
         active=True
     )
+
+
+def test_a_batch_given_the_same_values_is_written_in_one_update(memories, reviewer_actor):
+    ids = list(memories.values_list("pk", flat=True))
+    with CaptureQueriesContext(connection) as queries:
+        services.memories_set_pinned(memory_ids=ids, pinned=True, actor=reviewer_actor)
+    updates = [q["sql"] for q in queries if (q["sql"] or "").startswith('UPDATE "project_memories"')]
+    assert len(updates) == 1
+    assert "CASE" not in updates[0]
+    assert memories.filter(pinned=True).count() == COUNT
+    # Values that differ row by row: still no more statements than one bulk update.
+    with CaptureQueriesContext(connection) as queries:
+        services.memories_retag(memory_ids=ids[:2], add=["one"], actor=reviewer_actor)
+        services.memories_retag(memory_ids=ids, add=["two"], actor=reviewer_actor)
+    updates = [q["sql"] for q in queries if (q["sql"] or "").startswith('UPDATE "project_memories"')]
+    assert len(updates) == 2
+    tags = dict(memories.values_list("pk", "tags"))
+    assert [tags[pk] for pk in ids] == [
+        ["src/core/**", "one", "two"],
+        ["src/core/**", "one", "two"],
+        *[["src/core/**", "two"]] * (COUNT - 2),
+    ]
