@@ -301,7 +301,9 @@ def test_a_batch_given_the_same_values_is_written_in_one_update(memories, review
     ids = list(memories.values_list("pk", flat=True))
     with CaptureQueriesContext(connection) as queries:
         services.memories_set_pinned(memory_ids=ids, pinned=True, actor=reviewer_actor)
-    updates = [q["sql"] for q in queries if (q["sql"] or "").startswith('UPDATE "project_memories"')]
+    updates = [
+        q["sql"] for q in queries if (q["sql"] or "").startswith('UPDATE "project_memories"')
+    ]
     assert len(updates) == 1
     assert "CASE" not in updates[0]
     assert memories.filter(pinned=True).count() == COUNT
@@ -309,7 +311,9 @@ def test_a_batch_given_the_same_values_is_written_in_one_update(memories, review
     with CaptureQueriesContext(connection) as queries:
         services.memories_retag(memory_ids=ids[:2], add=["one"], actor=reviewer_actor)
         services.memories_retag(memory_ids=ids, add=["two"], actor=reviewer_actor)
-    updates = [q["sql"] for q in queries if (q["sql"] or "").startswith('UPDATE "project_memories"')]
+    updates = [
+        q["sql"] for q in queries if (q["sql"] or "").startswith('UPDATE "project_memories"')
+    ]
     assert len(updates) == 2
     tags = dict(memories.values_list("pk", "tags"))
     assert [tags[pk] for pk in ids] == [
