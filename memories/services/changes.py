@@ -103,7 +103,8 @@ def _write(changed: list[Memory], names: list[str]) -> None:
     when that takes no more statements than a bulk update in batches would (a bulk edit's
     memories mostly get the same values: one statement for the whole batch), else the bulk
     update. The number of statements never grows with the grouping."""
-    columns = [Memory._meta.get_field(name).attname for name in names]
+    attnames = {field.name: field.attname for field in Memory._meta.concrete_fields}
+    columns = [attnames[name] for name in names]
     groups: dict[tuple[Any, ...], list[int]] = {}
     try:
         for memory in changed:
