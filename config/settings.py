@@ -372,6 +372,12 @@ CELERY_BEAT_SCHEDULE["flush-memory-uses"] = {
 }
 ASSEMBLY_TIME_BUDGET_MS = env_int("ASSEMBLY_TIME_BUDGET_MS", 500)
 
+# Bulk edits over a whole filter (memories.services.bulk): the most memories one job
+# covers (a filter matching more is refused: narrow it), and how many each of its
+# transactions changes.
+BULK_EDIT_MAX_MEMORIES = env_int("BULK_EDIT_MAX_MEMORIES", 100_000)
+BULK_EDIT_BATCH_SIZE = env_int("BULK_EDIT_BATCH_SIZE", 1000)
+
 # Memory store limits and defaults.
 MEMORY_CONTENT_MAX_CHARS = env_int("MEMORY_CONTENT_MAX_CHARS", 4000)
 MEMORY_SUMMARY_MAX_CHARS = 280

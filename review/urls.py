@@ -3,6 +3,7 @@ from django.urls import path
 from review import entities
 from review.views import (
     actions,
+    bulk,
     conflicts,
     dashboard,
     memories,
@@ -53,6 +54,22 @@ urlpatterns = [
     path(f"{memory}/edit/", actions.memory_edit, name="memory-edit"),
     path("memories/bulk/", actions.memory_bulk, name="memory-bulk"),
     path("undo/", actions.undo, name="undo"),
+    # Bulk edits of every memory a list matches, as background jobs (review.views.bulk).
+    path(
+        f"{project}/memories/bulk-edit/",
+        bulk.bulk_edit,
+        {"source": "memories"},
+        name="bulk-edit",
+    ),
+    path(
+        f"{project}/queue/bulk-edit/",
+        bulk.bulk_edit,
+        {"source": "queue"},
+        name="project-queue-bulk-edit",
+    ),
+    path("queue/bulk-edit/", bulk.bulk_edit, {"source": "queue"}, name="queue-bulk-edit"),
+    path("jobs/<int:pk>/", bulk.bulk_job, name="bulk-job"),
+    path("jobs/<int:pk>/undo/", bulk.bulk_job_undo, name="bulk-job-undo"),
     path("entities/<int:pk>/", entities.entity_detail, name="entity"),
     path("entities/<int:pk>/links/", entities.entity_link, name="entity-link"),
     *(

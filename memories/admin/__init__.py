@@ -2,6 +2,6 @@
 memories.services, so history is kept), and projects with their members, keys and runs.
 Importing the modules registers their admins."""
 
-from memories.admin import memories, projects
+from memories.admin import bulk, memories, projects
 
-__all__ = ["memories", "projects"]
+__all__ = ["bulk", "memories", "projects"]

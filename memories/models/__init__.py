@@ -1,5 +1,6 @@
 """The memory store's models, one module per entity; import them from here."""
 
+from memories.models.bulk import BulkAction, BulkEdit, BulkEditItem, BulkStatus, ItemState
 from memories.models.choices import (
     CONTENT_HARD_LIMIT,
     DEFAULT_EXPIRY_DAYS,
@@ -28,8 +29,13 @@ __all__ = [
     "RANKS",
     "UNIT_INTERVAL",
     "ApiKey",
+    "BulkAction",
+    "BulkEdit",
+    "BulkEditItem",
+    "BulkStatus",
     "EventAction",
     "IdempotencyRecord",
+    "ItemState",
     "Membership",
     "Memory",
     "MemoryEvent",

@@ -92,12 +92,49 @@ def change_memories(
                 written |= {"summary", "token_count", "content_hash"}
             if "tags" in written:
                 written |= {"tag_patterns", "tag_keys"}
-            Memory.objects.bulk_update(
-                result.changed, sorted(written | {"updated_at"}), batch_size=BATCH_SIZE
-            )
+            _write(result.changed, sorted(written | {"updated_at"}))
             history.record(events)
             result.events = events
     return result
+
+
+def _write(changed: list[Memory], names: list[str]) -> None:
+    """The changed rows written (already locked): one UPDATE per set of identical new values
+    when that takes no more statements than a bulk update in batches would (a bulk edit's
+    memories mostly get the same values: one statement for the whole batch), else the bulk
+    update. The number of statements never grows with the grouping."""
+    attnames = {field.name: field.attname for field in Memory._meta.concrete_fields}
+    columns = [attnames[name] for name in names]
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    try:
+        for memory in changed:
+            key = tuple(_frozen(getattr(memory, column)) for column in columns)
+            groups.setdefault(key, []).append(memory.pk)
+            if len(groups) > -(-len(changed) // BATCH_SIZE):
+                raise _ManyValues
+    except (_ManyValues, TypeError):
+        Memory.objects.bulk_update(changed, names, batch_size=BATCH_SIZE)
+        return
+    first = {memory.pk: memory for memory in changed}
+    for ids in groups.values():
+        sample = first[ids[0]]
+        Memory.objects.filter(pk__in=ids).update(
+            **{column: getattr(sample, column) for column in columns}
+        )
+
+
+class _ManyValues(Exception):
+    """More distinct sets of values than statements a bulk update would take."""
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for a field's value (to group rows that get the same values)."""
+    if isinstance(value, list | tuple):
+        return ("list", *(_frozen(item) for item in value))
+    if isinstance(value, dict):
+        return ("dict", *sorted((key, _frozen(item)) for key, item in value.items()))
+    hash(value)
+    return (type(value).__name__, value)
 
 
 def one(result: ChangeResult, memory: Memory) -> Memory:

@@ -25,7 +25,9 @@ from memories.models import (
     Run,
     Scope,
     Source,
+    Tier,
 )
+from memories.secrets import SecretsPolicy
 from memories.services.changes import ChangeResult, change_memories, one
 from memories.services.validation import (
     aware_datetime,
@@ -33,9 +35,11 @@ from memories.services.validation import (
     default_expiry,
     scrubbed,
     secrets_mode,
+    tag_fields,
     text_fields,
     unit_interval,
 )
+from memories.text import clean_tags
 
 INITIAL_CONFIDENCE: dict[str, float] = {Source.HUMAN: 1.0, Source.RUN: 0.5, Source.LEARNING: 0.3}
 
@@ -177,12 +181,111 @@ def memories_set_active(
     )
 
 
-def memories_set_pinned(*, memory_ids: Iterable[int], pinned: bool, actor: Actor) -> ChangeResult:
+def memories_set_pinned(
+    *, memory_ids: Iterable[int], pinned: bool, actor: Actor, reason: str = ""
+) -> ChangeResult:
     return change_memories(
         memory_ids=memory_ids,
         compute=lambda _m: {"pinned": pinned},
         action=EventAction.PINNED if pinned else EventAction.UNPINNED,
         actor=actor,
+        reason=reason,
+    )
+
+
+def _why(what: str, reason: str) -> str:
+    return f"{what} ({reason})" if reason else what
+
+
+def memories_archive(
+    *, memory_ids: Iterable[int], actor: Actor, reason: str = "", now: datetime | None = None
+) -> ChangeResult:
+    """Archived as eviction archives: inactive, frozen, marked with the time; restorable
+    (``memories_restore``). Memories already archived are left as they are."""
+    now = now or timezone.now()
+    return change_memories(
+        memory_ids=memory_ids,
+        compute=lambda memory: (
+            {"active": False, "tier": Tier.FROZEN, "archived_at": now}
+            if memory.archived_at is None
+            else {}
+        ),
+        action=EventAction.DEACTIVATED,
+        actor=actor,
+        reason=_why("archived", reason),
+        now=now,
+    )
+
+
+def memories_expire(
+    *, memory_ids: Iterable[int], actor: Actor, reason: str = "", now: datetime | None = None
+) -> ChangeResult:
+    """Expired now, as the expiry job expires them: inactive, their expiry set to now
+    unless it already passed."""
+    now = now or timezone.now()
+
+    def compute(memory: Memory) -> dict[str, Any]:
+        if memory.expires_at is not None and memory.expires_at <= now:
+            return {"active": False}
+        return {"active": False, "expires_at": now}
+
+    return change_memories(
+        memory_ids=memory_ids,
+        compute=compute,
+        action=EventAction.EXPIRED,
+        actor=actor,
+        reason=reason,
+        now=now,
+    )
+
+
+def memories_retag(
+    *,
+    memory_ids: Iterable[int],
+    add: Sequence[str] = (),
+    remove: Sequence[str] = (),
+    actor: Actor,
+    reason: str = "",
+) -> ChangeResult:
+    """Tags added (at the end, once) and removed. The tags added are cleaned and scanned
+    for secrets as a global memory's are (a secret is refused): they go to many projects."""
+    added = text_fields(SecretsPolicy.REJECT, tags=list(add))[0]["tags"] if add else []
+    removed = {str(tag).strip() for tag in remove}
+
+    def compute(memory: Memory) -> dict[str, Any]:
+        kept = [tag for tag in memory.tags if tag not in removed]
+        tags = kept + [tag for tag in added if tag not in kept]
+        if tags == list(memory.tags):
+            return {}
+        return tag_fields(clean_tags(tags))
+
+    return change_memories(
+        memory_ids=memory_ids,
+        compute=compute,
+        action=EventAction.UPDATED,
+        actor=actor,
+        reason=_why("tags changed", reason),
+    )
+
+
+# The tiers a person may choose; frozen is what archiving makes.
+CHOSEN_TIERS = (Tier.HOT, Tier.WARM, Tier.COLD)
+
+
+def memories_set_tier(
+    *, memory_ids: Iterable[int], tier: str, actor: Actor, reason: str = ""
+) -> ChangeResult:
+    """A storage tier chosen by a person (hot, warm or cold); archived memories stay frozen
+    (restore them first). The tiers job sets it again by use later on."""
+    if tier not in CHOSEN_TIERS:
+        raise ValidationError({"tier": "Choose hot, warm or cold (archiving freezes)."})
+    chosen = Tier(tier)
+    return change_memories(
+        memory_ids=memory_ids,
+        compute=lambda memory: {"tier": chosen} if memory.archived_at is None else {},
+        action=EventAction.UPDATED,
+        actor=actor,
+        reason=_why(f"tier changed to {chosen}", reason),
     )
 
 

@@ -157,16 +157,33 @@ class Undone:
     refused: list[tuple[int, str]] = field(default_factory=list)  # (memory, why not)
 
 
+# What a bulk edit changes, and its undo takes back (memories.services.bulk).
+BULK_UNDOABLE = (
+    *UNDOABLE,
+    EventAction.DEACTIVATED,
+    EventAction.EXPIRED,
+    EventAction.UPDATED,
+)
+
+
 @retried
-def memories_undo(*, event_ids: Iterable[int], actor: Actor) -> Undone:
+def memories_undo(
+    *,
+    event_ids: Iterable[int],
+    actor: Actor,
+    actions: Iterable[str] = UNDOABLE,
+    reason: str | None = None,
+) -> Undone:
     """Take back changes through their history rows: each memory gets every field the row
     changed back to its value before, recorded as an ``undone`` row of its own. Exact: a
     memory changed since (its latest history row is another) is left as it is, and said so.
+    Only rows of ``actions`` are taken back; ``reason`` says why on every ``undone`` row
+    (by default, which rows it took back).
 
     Queries: the rows, a lock of their memories, their latest rows, then one change."""
     result = Undone()
     events = list(
-        MemoryEvent.objects.filter(pk__in=set(event_ids), action__in=UNDOABLE).order_by("id")
+        MemoryEvent.objects.filter(pk__in=set(event_ids), action__in=list(actions)).order_by("id")
     )
     if not events:
         return result
@@ -181,6 +198,7 @@ def memories_undo(*, event_ids: Iterable[int], actor: Actor) -> Undone:
         )
         before: dict[int, dict[str, Any]] = {}
         reasons: dict[int, str] = {}
+        related: dict[tuple[str, Any], Any] = {}
         for event in events:
             memory = locked.get(event.memory_id)
             if memory is None:
@@ -189,7 +207,7 @@ def memories_undo(*, event_ids: Iterable[int], actor: Actor) -> Undone:
                 result.refused.append((event.memory_id, "it changed since"))
             else:
                 require_reviewer_of(actor, memory)
-                before[memory.pk] = _values_before(event.changes)
+                before[memory.pk] = _values_before(event.changes, related)
                 reasons[memory.pk] = f"undo of {event.action} (history row {event.pk})"
         if before:
             changed = change_memories(
@@ -197,20 +215,29 @@ def memories_undo(*, event_ids: Iterable[int], actor: Actor) -> Undone:
                 compute=lambda memory: before[memory.pk],
                 action=EventAction.UNDONE,
                 actor=actor,
-                reason="; ".join(sorted(set(reasons.values()))),
+                reason=reason if reason is not None else "; ".join(sorted(set(reasons.values()))),
             )
             result.undone = [memory.pk for memory in changed.changed]
     return result
 
 
-def _values_before(changes: dict[str, Any]) -> dict[str, Any]:
-    """The fields of a history row's ``changes`` as they were before it, as model values."""
+def _values_before(
+    changes: dict[str, Any], related: dict[tuple[str, Any], Any] | None = None
+) -> dict[str, Any]:
+    """The fields of a history row's ``changes`` as they were before it, as model values
+    (a related row read once per ``related``; tags with the match data derived from them)."""
+    related = {} if related is None else related
     values: dict[str, Any] = {}
     for name, (old, _new) in changes.items():
         model_field = Memory._meta.get_field(name)
         if model_field.is_relation and old is not None:
-            old = model_field.related_model._default_manager.filter(pk=old).first()  # type: ignore[union-attr]
+            if (name, old) not in related:
+                manager = model_field.related_model._default_manager  # type: ignore[union-attr]
+                related[name, old] = manager.filter(pk=old).first()
+            old = related[name, old]
         elif isinstance(model_field, models.DateTimeField) and isinstance(old, str):
             old = datetime.fromisoformat(old)
         values[name] = old
+    if isinstance(values.get("tags"), list):
+        values |= tag_fields(values["tags"])
     return values

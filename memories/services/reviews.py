@@ -35,7 +35,7 @@ def require_reviewer_of(actor: Actor, memory: Memory) -> None:
 
 
 def memories_approve(
-    *, memory_ids: Iterable[int], actor: Actor, now: datetime | None = None
+    *, memory_ids: Iterable[int], actor: Actor, now: datetime | None = None, reason: str = ""
 ) -> ChangeResult:
     """Human approval: confidence 1.0, approver and time recorded, active again."""
     _require_reviewer(actor)
@@ -60,6 +60,7 @@ def memories_approve(
         compute=compute,
         action=EventAction.APPROVED,
         actor=actor,
+        reason=reason,
         now=now,
     )
 

@@ -110,4 +110,15 @@
     }
     if (event.target.matches('[data-select-all], input[name="ids"]')) selectionChanged();
   });
+
+  // "Select all matching": the filter as htmx last left it in the address bar.
+  document.addEventListener("click", (event) => {
+    const link = event.target.closest("a[data-bulk-all]");
+    if (!link) return;
+    const query = new URLSearchParams(window.location.search);
+    query.delete("page");
+    const url = new URL(link.href, window.location.href);
+    url.search = query.toString();
+    link.href = url.toString();
+  });
 })();

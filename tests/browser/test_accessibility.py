@@ -10,6 +10,8 @@ import pytest
 
 from knowledge.models import Entity, MemoryPair
 from memories import services
+from memories.models import Memory
+from memories.services import bulk
 from people import preferences
 from tests.browser.conftest import SCREENSHOTS
 
@@ -42,10 +44,19 @@ def world(project, make_memory, make_run, reviewer_actor, system_actor):
         user_ref="ana@example.com", key="language", value="de", actor=system_actor,
         proposed_in=project,
     )  # fmt: skip
+    # A bulk edit, done (its page offers the undo).
+    job = bulk.bulk_edit_start(
+        memories=Memory.objects.filter(project=project, content__startswith="Rule"),
+        action="pin",
+        actor=reviewer_actor,
+        enqueue=False,
+    )
+    bulk.bulk_edit_run(job_id=job.pk)
     return {
         "memory": memories[0],
         "run": run,
         "pair": MemoryPair.objects.filter(project=project).first(),
+        "job": job,
     }
 
 
@@ -64,6 +75,8 @@ def pages(project, world):
         "conflicts": f"/review/projects/{slug}/conflicts/",
         "preferences": f"/review/projects/{slug}/preferences/",
         "preferences-every-project": "/review/preferences/",
+        "bulk-edit": f"/review/projects/{slug}/memories/bulk-edit/?type=pattern",
+        "bulk-job": f"/review/jobs/{world['job'].pk}/",
     }
     named = Entity.objects.get(project=project, key="src/core")  # the memories' tag glob
     found["entity"] = f"/review/entities/{named.pk}/"

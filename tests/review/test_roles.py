@@ -15,7 +15,8 @@ from assembly.packing import Weights, weights_in_force
 from knowledge.models import Entity, MemoryPair
 from memories import services
 from memories.actors import Actor
-from memories.models import Membership, Memory, MemoryPolicy, ReviewStatus, Role
+from memories.models import BulkEdit, Membership, Memory, MemoryPolicy, ReviewStatus, Role
+from memories.services import bulk
 from people import preferences
 from people.models import Preference
 from tests.factories import MemoryFactory, ProjectFactory, RunFactory, UserFactory
@@ -51,9 +52,14 @@ ROUTES = [
     ("entity", "get", "entity", None, "viewer"),
     ("entity-link", "post", "entity", {"action": "remove", "other": "entity"}, "reviewer"),
     ("preferences", "get", "slug", None, "viewer"),
+    ("bulk-edit", "get", "slug", None, "reviewer"),
+    ("bulk-edit", "post", "slug", {"action": "pin"}, "reviewer"),
+    ("project-queue-bulk-edit", "get", "slug", None, "reviewer"),
+    ("bulk-job", "get", "job", None, "viewer"),
+    ("bulk-job-undo", "post", "job", {}, "reviewer"),
 ]
 # Pages of every project at once: each shows only what the person may see (below).
-ACROSS_PROJECTS = {"dashboard", "queue", "conflicts", "global-preferences"}
+ACROSS_PROJECTS = {"dashboard", "queue", "conflicts", "global-preferences", "queue-bulk-edit"}
 # Decisions on what holds for every project: reviewers of global memories only (below).
 GLOBAL_DECISIONS = {"global-preference-approve", "global-preference-reject"}
 
@@ -85,8 +91,23 @@ def world(db):
             "run": run,
             # The literal part of the memories' tag glob.
             "entity": Entity.objects.get(project=project, key="src/ledger"),
+            # A bulk edit of the project, done: its page, and its undo.
+            "job": _done_job(project),
         }
     return made
+
+
+def _done_job(project):
+    maintainer = UserFactory()
+    Membership.objects.create(user=maintainer, project=project, role=Role.MAINTAINER)
+    job = bulk.bulk_edit_start(
+        memories=project.memories.filter(content__contains="30 seconds"),
+        action="set_tier",
+        parameters={"tier": "cold"},
+        actor=Actor.for_user(maintainer),
+        project=project,
+    )
+    return bulk.bulk_edit_run(job_id=job.pk)
 
 
 def member(project, role: str | None):
@@ -107,6 +128,7 @@ def call(client: Client, world, name: str, method: str, target: str | None, data
         "run": [things["project"].slug, things["run"].pk],
         "fit": [things["project"].slug, things["fit"].pk],
         "entity": [things["entity"].pk],
+        "job": [things["job"].pk],
         None: [],
     }[target]
     body = None
@@ -134,6 +156,7 @@ def test_no_role_in_the_project_is_a_404(world, name, method, target, data, need
     assert weights_in_force(MemoryPolicy.objects.get(project=world["a"]["project"])) == Weights()
     assert Memory.objects.get(pk=world["a"]["memory"].pk).review_status == ReviewStatus.PENDING
     assert MemoryPair.objects.get(pk=world["a"]["pair"].pk).status == "open"
+    assert BulkEdit.objects.count() == 2  # the two projects' own, and no other
 
 
 @pytest.mark.parametrize(("name", "method", "target", "data", "needs"), ROUTES)
@@ -145,6 +168,7 @@ def test_a_viewer_reads_and_changes_nothing(world, name, method, target, data, n
     memory = Memory.objects.get(pk=world["a"]["memory"].pk)
     assert (memory.review_status, memory.pinned) == (ReviewStatus.PENDING, False)
     assert MemoryPair.objects.get(pk=world["a"]["pair"].pk).status == "open"
+    assert BulkEdit.objects.count() == 2
 
 
 @pytest.mark.parametrize(("name", "method", "target", "data", "needs"), ROUTES)
