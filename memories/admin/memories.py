@@ -22,6 +22,7 @@ from django.utils.html import format_html, format_html_join
 from memories import selectors, services
 from memories.actors import Actor
 from memories.admin.access import ByProjectRole, require_role
+from memories.admin.bulk import BULK_ACTIONS
 from memories.admin.lists import EstimatedCountPaginator, ProjectFilter
 from memories.models import Memory, MemoryEvent, MemoryType, Role, Scope
 from memories.services.validation import secrets_mode, text_fields
@@ -244,6 +245,8 @@ class MemoryAdmin(ByProjectRole):
         ),
         "change_type",
         "delete_with_history",
+        # Over the whole filter ("Select all N"), as a background job with one undo.
+        *BULK_ACTIONS,
     ]
 
     def global_rows(self, actor: Actor) -> Q:

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memories", "0024_policy_people"),
+        ("memories", "0026_admin_indexes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
