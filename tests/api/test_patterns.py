@@ -131,7 +131,15 @@ def test_web_workers_cancel_statements_well_inside_their_timeout():
     shown = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
     )
-    assert shown.stdout.strip() == "-c statement_timeout=10000", shown.stderr
+    assert shown.stdout.strip() == "-c statement_timeout=10000 -c jit=off", shown.stderr
+
+
+def test_no_connection_compiles_statements_unless_asked(db):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "off"
 
 
 def test_stored_patterns_with_runs_are_collapsed_by_the_migration(project, make_memory):
