@@ -116,9 +116,15 @@ def record(events: Sequence[MemoryEvent], *, of_existing: bool = True) -> None:
     MemoryEvent.objects.bulk_create(events, batch_size=BATCH_SIZE)
     changes = {e.memory_id: e.changes for e in events} if of_existing else None
     # New words are read again (an embedding, another look for repeats and contradictions),
-    # and so is a memory that becomes active (an approved global one, one restored).
+    # and so is a memory that becomes active (an approved global one). One back from the
+    # archive is not: restoring undoes (a bulk edit's undo restores a hundred thousand), and
+    # the walk that compares every active memory again (policies.conflicts) meets it there.
     worded = [e for e in events if e.action != EventAction.DELETED and "content" in e.changes]
-    activated = [e for e in events if e.changes.get("active") == [False, True]]
+    activated = [
+        e
+        for e in events
+        if e.changes.get("active") == [False, True] and "archived_at" not in e.changes
+    ]
     # What a memory names is read from its summary and tags too.
     named = [
         e

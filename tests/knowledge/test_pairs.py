@@ -373,3 +373,22 @@ def test_the_queue_ranks_the_likeliest_and_weightiest_first(project, make_memory
     assert repeat.priority == round(0.5 * learned[0].confidence * 0.7, 4)
     ordered = MemoryPair.objects.filter(project=project, status="open").order_by("-priority")
     assert list(ordered) == [conflict, repeat]
+
+
+def test_a_memory_back_from_the_archive_is_compared_by_the_walk_not_its_restore(
+    project, make_memory, reviewer_actor
+):
+    """Restoring is undoing: a restore of a hundred thousand (a bulk edit's undo) writes
+    them back without comparing each with its candidates in its transaction; the walk that
+    compares every active memory (policies.conflicts) finds what it meets, as consolidation
+    leaves a memory back from the archive alone."""
+    from policies.conflicts import find_conflicts
+
+    archived = make_memory(project=project, content=TEN, tags=["src/billing/**"])
+    services.memories_archive(memory_ids=[archived.pk], actor=reviewer_actor)
+    newer = make_memory(project=project, content=THIRTY, tags=["src/billing/**"])
+    assert not MemoryPair.objects.exists()  # an archived memory is no candidate
+    services.memories_restore(memory_ids=[archived.pk], actor=reviewer_actor)
+    assert not MemoryPair.objects.exists()
+    find_conflicts()
+    assert open_pair(archived, newer).kind == "conflict"
