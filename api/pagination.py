@@ -37,11 +37,12 @@ class NamedCursorPagination(BasePagination):
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size
-        if not is_whole_number(raw) or int(raw) < 1:
+        if not is_whole_number(raw) or int(raw[:19]) < 1:
             raise ValidationError(
                 {"limit": [f"Must be a whole number from 1 to {self.max_page_size}."]}
             )
-        return min(int(raw), self.max_page_size)
+        # Above the cap is the cap, however many digits (int() refuses thousands of them).
+        return self.max_page_size if len(raw) > 18 else min(int(raw), self.max_page_size)
 
     def get_ordering(self, request: Request, queryset: Any, view: Any) -> list[str]:
         for backend in getattr(view, "filter_backends", None) or []:
@@ -91,7 +92,7 @@ class NamedCursorPagination(BasePagination):
                 )
             order.after(data["p"])  # checks each value: a hand-made cursor could hold any
             return list(data["p"])
-        except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as error:
+        except (ValueError, TypeError, OverflowError, binascii.Error, UnicodeDecodeError) as error:
             raise ValidationError({"cursor": [BAD_CURSOR]}) from error
 
     def get_next_link(self) -> str | None:

@@ -1,7 +1,6 @@
 """Counts a page can afford: exact up to a bound, the planner's estimate above it ("about
 98,000"). Counting a filter of a million rows exactly reads every one of them on every page;
-counting up to the bound reads at most the bound, through the same index the page walks, and
-the estimate costs a plan.
+counting up to the bound reads at most the bound, and the estimate costs a plan.
 """
 
 from __future__ import annotations
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.models import IntegerField, QuerySet, Subquery
 
@@ -63,24 +63,27 @@ def _rounded(value: int) -> int:
 def count_up_to(
     queryset: QuerySet[Any], bound: int | None = None, *, estimate: bool = False
 ) -> Tally:
-    """The rows of ``queryset``, counted no further than ``bound`` (LIST_COUNT_BOUND).
-
-    With ``estimate``, a set the planner expects to be well above the bound is not counted
-    at all: its estimate is the answer ("about 98,000"). Below that the rows are counted up
-    to the bound, and a count that reaches it says so ("1,000+")."""
+    """The rows of ``queryset``, counted no further than ``bound`` (LIST_COUNT_BOUND), "1,000+"
+    when the count reaches it. With ``estimate``, a count that reaches the bound gives the
+    planner's estimate of them all instead ("about 98,000") when that is above the bound: a
+    plan's guess is only ever shown for a set known to be that large."""
     bound = settings.LIST_COUNT_BOUND if bound is None else bound
     rows = queryset.order_by().values("pk")
-    if estimate:
+    tally = Tally.of(rows[: bound + 1].count(), bound)
+    if estimate and tally.more:
         planned = planned_rows(rows)
-        if planned > 2 * bound:
+        if planned > bound:
             return Tally(planned, more=True, estimated=True)
-    return Tally.of(rows[: bound + 1].count(), bound)
+    return tally
 
 
 def planned_rows(queryset: QuerySet[Any]) -> int:
     """How many rows PostgreSQL's planner expects ``queryset`` to return (EXPLAIN, nothing
-    run: the table's statistics)."""
-    sql, params = queryset.query.sql_with_params()
+    run: the table's statistics); 0 for a query that can match nothing."""
+    try:
+        sql, params = queryset.query.sql_with_params()
+    except EmptyResultSet:
+        return 0
     with connections[queryset.db].cursor() as cursor:
         cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
         plan = cursor.fetchone()[0]

@@ -21,7 +21,8 @@ from django.db import models
 from django.db.models import BooleanField, F, Func, Value
 from django.db.models.expressions import Expression
 from django.db.models.functions import Cast, Coalesce
-from django.utils import timezone
+
+from memories.text import to_utc
 
 INFINITY = "infinity"
 
@@ -118,15 +119,16 @@ def _value(key: Key, raw: Any) -> Expression:
         return never()
     if isinstance(raw, bool) or not isinstance(raw, str | int | float):
         raise ValueError(f"{key.name}: not a value")
+    if isinstance(raw, str) and "\x00" in raw:
+        raise ValueError(f"{key.name}: NUL is in no stored value")
     try:
         value = key.field.to_python(raw)
-    except ValidationError as error:
-        raise ValueError(f"{key.name}: {error.messages[0]}") from None
-    if isinstance(key.field, models.DateTimeField):
-        if not isinstance(raw, str) or value is None:
-            raise ValueError(f"{key.name} is not a date and time")
-        if timezone.is_naive(value):
-            raise ValueError(f"{key.name} has no time zone")
+        if isinstance(key.field, models.DateTimeField):
+            if not isinstance(raw, str) or value is None:
+                raise ValueError(f"{key.name} is not a date and time")
+            value = to_utc(value, key.name)  # an offset or a year PostgreSQL refuses
+    except (ValidationError, OverflowError, TypeError) as error:
+        raise ValueError(f"{key.name}: {error}") from None
     if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
         raise ValueError(f"{key.name} out of range")
     if isinstance(value, float) and not math.isfinite(value):

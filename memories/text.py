@@ -25,6 +25,11 @@ def is_whole_number(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+def as_id(text: str) -> int | None:
+    """``text`` as a row id (ASCII digits that fit a bigint), else None."""
+    return int(text) if is_whole_number(text) and len(text) < 19 else None
+
+
 def strip_control_characters(text: str) -> str:
     """Remove control characters (keeping newlines and tabs) and lone surrogates, which
     PostgreSQL cannot store. Format characters stay: the zero-width joiner of an emoji

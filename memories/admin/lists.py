@@ -17,8 +17,9 @@ from django.http import HttpRequest
 from django.utils.functional import cached_property
 
 from memories import roles
-from memories.counting import Tally, planned_rows
+from memories.counting import Tally, count_up_to
 from memories.models import Project
+from memories.text import as_id, is_whole_number
 
 # Up to this many rows a list is counted exactly (reading at most this many index entries);
 # past it the count is the planner's estimate, shown as "about ...".
@@ -28,34 +29,30 @@ PROJECT_CHOICES = 20
 
 
 class EstimatedCountPaginator(Paginator):
-    """Counts a list exactly only when the planner expects at most ``EXACT_COUNT_BOUND``
-    rows, and then with a LIMIT, so that a wrong guess still reads a bounded number of rows;
-    a larger list's count is the estimate (``estimated`` is set, ``count_label`` says
-    "about"). A page reads the ids of its rows first (an index-only walk over the skipped
-    ones), then the rows of those ids: page 500 costs 25,000 index entries, not 25,000 rows.
+    """Counts a list up to ``EXACT_COUNT_BOUND`` rows (with a LIMIT); a list that reaches
+    it is counted as the planner's estimate (``estimated`` is set, ``count_label`` says
+    "about"), or as "10,000+" where the planner guesses fewer. A page reads the ids of its
+    rows first (an index-only walk over the skipped ones), then the rows of those ids: page
+    500 costs 25,000 index entries, not 25,000 rows.
     """
 
     estimated = False
 
     @cached_property
-    def count(self) -> int:
+    def tally(self) -> Tally:
         rows = self.object_list
         if not isinstance(rows, QuerySet):
-            return super().count
-        estimate = planned_rows(rows.order_by())
-        if estimate > EXACT_COUNT_BOUND:
-            self.estimated = True
-            return estimate
-        counted = rows.order_by()[: EXACT_COUNT_BOUND + 1].count()
-        if counted > EXACT_COUNT_BOUND:
-            self.estimated = True  # the planner guessed low
-            return max(estimate, counted)
-        return counted
+            return Tally(super().count)
+        return count_up_to(rows, EXACT_COUNT_BOUND, estimate=True)
+
+    @property
+    def count(self) -> int:
+        self.estimated = self.tally.more
+        return self.tally.value
 
     @property
     def count_label(self) -> str:
-        count = self.count
-        return str(Tally(count, more=self.estimated, estimated=self.estimated))
+        return str(self.tally)
 
     def validate_number(self, number: Any) -> int:
         # Past an estimate the rows may go on (or end sooner): a page beyond it is served,
@@ -121,7 +118,8 @@ class ProjectFilter(admin.SimpleListFilter):
 
     def value(self) -> str | None:
         value = super().value()
-        return value.strip() if isinstance(value, str) else value
+        # NUL is no character of a slug (and PostgreSQL refuses it in a query).
+        return value.strip().replace("\x00", "") if isinstance(value, str) else value
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         chosen = self.value()
@@ -129,10 +127,18 @@ class ProjectFilter(admin.SimpleListFilter):
             return queryset
         if chosen == "none":
             return queryset.filter(**{f"{self.project_field}__isnull": True})
-        if chosen.isdigit():
-            return queryset.filter(**{f"{self.project_field}_id": int(chosen)})
+        project_id = as_id(chosen)
+        if project_id is not None:
+            return queryset.filter(**{f"{self.project_field}_id": project_id})
+        if is_whole_number(chosen):
+            return queryset.none()  # a number too large to be an id
         return queryset.filter(**{f"{self.project_field}__slug": chosen})
 
     @staticmethod
     def _chosen(projects: QuerySet[Project], chosen: str) -> QuerySet[Project]:
-        return projects.filter(pk=int(chosen)) if chosen.isdigit() else projects.filter(slug=chosen)
+        project_id = as_id(chosen)
+        return (
+            projects.filter(pk=project_id)
+            if project_id is not None
+            else projects.filter(slug=chosen)
+        )

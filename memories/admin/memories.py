@@ -26,6 +26,7 @@ from memories.admin.bulk import BULK_ACTIONS
 from memories.admin.lists import EstimatedCountPaginator, ProjectFilter
 from memories.models import Memory, MemoryEvent, MemoryType, Role, Scope
 from memories.services.validation import secrets_mode, text_fields
+from memories.text import as_id, is_whole_number
 
 EXPIRY_EXTENSION_DAYS = 30
 
@@ -400,8 +401,9 @@ def memory_search(queryset: QuerySet[Memory], term: str, *, inactive: bool) -> Q
     if not term:
         return queryset
     number = term.removeprefix("#")
-    by_id = Q(pk=int(number)) if number.isdigit() and len(number) < 19 else Q(pk__in=[])
-    if term.startswith("#") and number.isdigit():
+    memory_id = as_id(number)
+    by_id = Q(pk=memory_id) if memory_id is not None else Q(pk__in=[])
+    if term.startswith("#") and is_whole_number(number):
         return queryset.filter(by_id)
     words = SearchQuery(term, search_type="websearch", config="english")
     # One OR of three simple arms, each of which an index answers (a bitmap OR).
@@ -434,10 +436,10 @@ class MemoryEventAdmin(ByProjectRole):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[MemoryEvent], search_term: str
     ) -> tuple[QuerySet[MemoryEvent], bool]:
-        number = search_term.strip().removeprefix("#")
-        if number.isdigit() and len(number) < 19:
+        memory_id = as_id(search_term.strip().removeprefix("#"))
+        if memory_id is not None:
             # Through event_memory_recent_idx.
-            return queryset.filter(memory_id=int(number)), False
+            return queryset.filter(memory_id=memory_id), False
         return super().get_search_results(request, queryset, search_term)
 
     def global_rows(self, actor: Actor) -> Q:

@@ -505,8 +505,10 @@ def test_a_count_reads_no_further_than_the_bound_and_estimates_above(
     assert "about 13 memories" in response.text
     queue = reviewer_client.get(reverse("review:project-queue", args=[project.slug]))
     assert "<strong>about 13</strong> waiting" in queue.text
-    settings.LIST_COUNT_BOUND = 10  # counted, and more than the bound
-    assert str(reviewer_client.get(queue.request["PATH_INFO"]).context["page"].count) == "10+"
+    settings.LIST_COUNT_BOUND = 12  # counted past the bound: the estimate
+    assert str(reviewer_client.get(queue.request["PATH_INFO"]).context["page"].count) == (
+        "about 13"
+    )
     settings.LIST_COUNT_BOUND = 13
     assert str(reviewer_client.get(queue.request["PATH_INFO"]).context["page"].count) == "13"
 
@@ -728,3 +730,27 @@ def test_an_action_on_the_detail_page_refreshes_all_of_it(reviewer_client, proje
     page = reviewer_client.get(reverse("review:memory", args=[memory.pk])).text
     assert "approved by" in page
     assert "<strong>approved</strong>" in page
+
+
+def test_the_queue_of_someone_with_no_role_is_empty(client, project, make_memory):
+    from tests.factories import UserFactory
+
+    make_memory(project=project)
+    client.force_login(UserFactory())
+    response = client.get(reverse("review:queue"))
+    assert response.status_code == 200
+    assert "<strong>0</strong> waiting" in response.text
+
+
+def test_an_estimate_is_shown_only_for_a_set_counted_past_the_bound(
+    reviewer_client, project, other_project, make_memory, settings
+):
+    """The planner's statistics are the table's: a filter that matches nothing in this
+    project, and much in another, is counted, never guessed."""
+    _pending(make_memory, project, 3, type="pattern")
+    _pending(make_memory, other_project, 30, type="warning")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE project_memories")
+    settings.LIST_COUNT_BOUND = 2
+    url = reverse("review:memories", args=[project.slug])
+    assert str(reviewer_client.get(url, {"type": "warning"}).context["page"].count) == "0"
