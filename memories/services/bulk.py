@@ -28,7 +28,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from memories.actors import Actor
@@ -40,6 +40,7 @@ from memories.models import (
     BulkStatus,
     ItemState,
     Memory,
+    MemoryEvent,
     Project,
     Scope,
 )
@@ -149,7 +150,7 @@ def _parameters(action: str, given: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _owners(job: BulkEdit) -> set[int | None]:
+def job_owners(job: BulkEdit) -> set[int | None]:
     """The projects whose roles govern the memories a job covers (None: global ones)."""
     with connection.cursor() as cursor:
         cursor.execute(
@@ -160,10 +161,15 @@ def _owners(job: BulkEdit) -> set[int | None]:
         return {row[0] for row in cursor.fetchall()}
 
 
+def reviews_every_owner(actor: Actor, job: BulkEdit) -> bool:
+    """Whether ``actor`` reviews every project (and the global memories) a job covers."""
+    return all(actor.can_review(owner) for owner in job_owners(job))
+
+
 def _require_reviewer_of_every(actor: Actor, job: BulkEdit) -> set[int | None]:
     """The whole job is refused if it covers a memory the person may not review; the
     projects it covers (None: global memories) otherwise."""
-    owners = _owners(job)
+    owners = job_owners(job)
     refused = [owner for owner in owners if not actor.can_review(owner)]
     if refused:
         names = sorted(
@@ -323,12 +329,15 @@ def _apply(job: BulkEdit, actor: Actor, ids: list[int]) -> _Outcome:
             "pk", "project_id", "scope"
         )
     }
+    decided = _decided_since(job, [pk for pk in ids if pk in owners])
     allowed = []
     for pk in ids:
         if pk not in owners:
             outcome.missing.append(pk)
         elif not actor.can_review(owners[pk]):
             outcome.failed[pk] = "you no longer review its project"
+        elif pk in decided:
+            outcome.failed[pk] = f"{decided[pk]} changed it since this edit began; left as is"
         else:
             allowed.append(pk)
     if not allowed:
@@ -355,6 +364,25 @@ def _apply(job: BulkEdit, actor: Actor, ids: list[int]) -> _Outcome:
         outcome.unchanged.extend(result.unchanged_ids)
         outcome.missing.extend(result.missing_ids)
     return outcome
+
+
+def _decided_since(job: BulkEdit, ids: list[int]) -> dict[int, str]:
+    """The memories a person or an agent changed after the job took its snapshot (a
+    reviewer's rejection, an edit), with who: a job over a filter never overturns a decision
+    newer than its own. Changes of the lifecycle jobs (decay, tiers) do not count, nor this
+    job's own (an undo's job changes what its job changed). Through event_memory_recent_idx."""
+    if not ids:
+        return {}
+    rows = (
+        MemoryEvent.objects.filter(
+            Q(actor_user__isnull=False) | Q(actor_api_key__isnull=False),
+            memory_id__in=ids,
+            created_at__gt=job.created_at,
+        )
+        .exclude(reason__regex=rf"{job.reason}([^0-9]|$)")  # its own rows ("archived (…)")
+        .values_list("memory_id", "actor_label")
+    )
+    return dict(rows)
 
 
 def _change(job: BulkEdit, actor: Actor) -> Callable[[list[int]], ChangeResult]:

@@ -321,3 +321,23 @@ def test_a_batch_given_the_same_values_is_written_in_one_update(memories, review
         ["src/core/**", "one", "two"],
         *[["src/core/**", "two"]] * (COUNT - 2),
     ]
+
+
+def test_a_decision_made_after_the_snapshot_is_never_overturned(project, memories, reviewer_actor):
+    other = _member(project, Role.REVIEWER)
+    job = start(memories.filter(review_status=ReviewStatus.PENDING), reviewer_actor, "approve")
+    rejected = memories.order_by("pk").last()
+    services.memory_reject(memory=rejected, actor=other, reason="wrong")
+    job = run(job)
+    rejected.refresh_from_db()
+    assert rejected.review_status == ReviewStatus.REJECTED
+    assert (job.changed, job.failed) == (COUNT - 1, 1)
+    error = job.items.get(memory_id=rejected.pk).error
+    assert other.label in error
+    assert "since this edit began" in error
+    # Its own history rows ("bulk edit #N") and the lifecycle jobs' changes do not count.
+    again = start(memories.exclude(pk=rejected.pk), reviewer_actor, "pin")
+    services.memories_set_tier(
+        memory_ids=[m.pk for m in memories], tier=Tier.COLD, actor=Actor.system("tiers")
+    )
+    assert run(again).changed == COUNT - 1
