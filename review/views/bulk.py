@@ -179,9 +179,17 @@ def _visible_job(request: HtmxHttpRequest, pk: int) -> BulkEdit:
         return job
     if job.project_id is not None and roles.may(request.user, job.project_id, Role.VIEWER):
         return job
-    if job.project_id is None and roles.may(request.user, None, Role.REVIEWER):
+    # A job over several projects (or the global memories): what it changed, and why some
+    # failed, is shown only to someone who reviews every one of them.
+    if job.project_id is None and bulk.reviews_every_owner(Actor.for_user(request.user), job):
         return job
     raise Http404("Nothing here, or nothing you have a role in.")
+
+
+def _may_undo(request: HtmxHttpRequest, job: BulkEdit) -> bool:
+    if job.project_id is not None:
+        return is_reviewer(request, job.project_id)
+    return job.actor_id == request.user.pk
 
 
 def _undoable(request: HtmxHttpRequest, job: BulkEdit) -> bool:
@@ -190,11 +198,7 @@ def _undoable(request: HtmxHttpRequest, job: BulkEdit) -> bool:
         and job.finished
         and job.changed > 0
         and not BulkEdit.objects.filter(undo_of=job).exists()
-        and (
-            is_reviewer(request, job.project_id)
-            if job.project_id is not None
-            else job.actor_id == request.user.pk
-        )
+        and _may_undo(request, job)
     )
 
 
@@ -227,8 +231,11 @@ def bulk_job(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def bulk_job_undo(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """One undo of the whole job, as a job of its own; a second is refused."""
     job = _visible_job(request, pk)
-    if job.project_id is not None and not is_reviewer(request, job.project_id):
-        raise PermissionDenied("Only the project's reviewers may change its memories.")
+    if not _may_undo(request, job):
+        raise PermissionDenied(
+            "Only the project's reviewers (for a job over several projects, the person who"
+            " started it) may undo it."
+        )
     try:
         undo = bulk.bulk_edit_undo(job=job, actor=Actor.for_user(request.user))
     except ValidationError as error:

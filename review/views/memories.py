@@ -34,7 +34,8 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     page = keyset_page(queryset, SORTS[filters.order_name], request.GET.get("after", ""))
     flag_pairs(page.object_list)
     query = request.GET.copy()
-    query.pop("after", None)
+    for paging in ("after", "page"):  # where a page starts is no filter
+        query.pop(paging, None)
     return render(
         request,
         template_for(request, "review/memories.html", "results"),

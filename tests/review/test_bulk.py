@@ -194,3 +194,39 @@ def test_a_project_queue_approves_everything_waiting(client, project, listed):
     job = bulk.bulk_edit_run(job_id=BulkEdit.objects.get().pk)
     assert (job.status, job.changed) == (BulkStatus.DONE, 6)
     assert not Memory.objects.exclude(review_status=ReviewStatus.APPROVED).exists()
+
+
+def test_a_job_over_several_projects_is_shown_only_to_who_reviews_them_all(
+    client, project, other_project, make_memory
+):
+    from django.contrib.auth.models import Permission
+
+    make_memory(project=project)
+    make_memory(project=other_project)
+    starter = person(project, Role.REVIEWER)
+    Membership.objects.create(user=starter, project=other_project, role=Role.REVIEWER)
+    job = bulk.bulk_edit_run(
+        job_id=bulk.bulk_edit_start(
+            memories=Memory.objects.filter(project__in=[project, other_project]),
+            action="pin",
+            actor=Actor.for_user(starter),
+            enqueue=False,
+        ).pk
+    )
+    assert job.project_id is None
+    page = reverse("review:bulk-job", args=[job.pk])
+    undo = reverse("review:bulk-job-undo", args=[job.pk])
+    global_reviewer = person(project, Role.REVIEWER)  # of one of the two, and of globals
+    global_reviewer.user_permissions.add(Permission.objects.get(codename="review_global_memory"))
+    client.force_login(global_reviewer)
+    assert client.get(page).status_code == 404
+    assert client.post(undo).status_code == 404
+    both = person(project, Role.REVIEWER)
+    Membership.objects.create(user=both, project=other_project, role=Role.REVIEWER)
+    client.force_login(both)
+    assert client.get(page).status_code == 200
+    assert client.post(undo).status_code == 403  # the one who started it undoes it
+    assert not BulkEdit.objects.filter(undo_of=job).exists()
+    client.force_login(starter)
+    assert client.post(undo).status_code == 302
+    assert BulkEdit.objects.filter(undo_of=job).exists()
