@@ -1,6 +1,7 @@
 """Keyset paging: a page starts after the last row of the one before, by a row comparison
 that an index in the same order answers as a range, so page 1,000 costs what page 1 does
-and no row is skipped or seen twice however many are written meanwhile.
+and no row is skipped or seen twice however many others are written or deleted meanwhile
+(a row whose own key changes between two pages moves in the order, as it should).
 
 An order is one or more fields in one direction, ending with the primary key (added when
 missing), e.g. ``("-created_at", "-id")``. A nullable field sorts as if empty meant
