@@ -21,9 +21,10 @@ from memories.counting import Tally, count_up_to
 from memories.models import Project
 from memories.text import as_id, is_whole_number
 
-# Up to this many rows a list is counted exactly (reading at most this many index entries);
-# past it the count is the planner's estimate, shown as "about ...".
-EXACT_COUNT_BOUND = 10_000
+# Up to this many rows a list is counted exactly (reading at most this many rows); past it
+# the count is the planner's estimate, shown as "about ...". As the review lists' bound
+# (LIST_COUNT_BOUND): counting ten thousand matches of a search was most of its page.
+EXACT_COUNT_BOUND = 1_000
 # The projects a project filter lists (by name); any other is reached by its id or slug.
 PROJECT_CHOICES = 20
 
@@ -31,7 +32,7 @@ PROJECT_CHOICES = 20
 class EstimatedCountPaginator(Paginator):
     """Counts a list up to ``EXACT_COUNT_BOUND`` rows (with a LIMIT); a list that reaches
     it is counted as the planner's estimate (``estimated`` is set, ``count_label`` says
-    "about"), or as "10,000+" where the planner guesses fewer. A page reads the ids of its
+    "about"), or as "1,000+" where the planner guesses fewer. A page reads the ids of its
     rows first (an index-only walk over the skipped ones), then the rows of those ids: page
     500 costs 25,000 index entries, not 25,000 rows.
     """
