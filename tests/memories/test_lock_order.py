@@ -223,3 +223,35 @@ def test_a_judged_pair_kept_while_another_walk_keeps_the_same_pair(project, make
         "system:walk-1",
         "judge",
     )
+
+
+def test_a_bulk_edit_batch_while_the_memories_it_changes_are_edited(
+    project, make_memory, reviewer_actor
+):
+    """A batch of a bulk edit (memories.services.bulk) locks its memories in id order, as
+    every other writer: held at the last one, it waits; an edit of the first two waits on
+    the batch; both finish, nothing lost and no deadlock retried."""
+    from memories.services import bulk
+
+    low, middle, high = (make_memory(project=project) for _ in range(3))
+    job = bulk.bulk_edit_start(
+        memories=Memory.objects.filter(pk__in=[low.pk, middle.pk, high.pk]),
+        action="pin",
+        actor=reviewer_actor,
+        enqueue=False,
+    )
+    retries = _retries()
+    with transaction.atomic():
+        _hold(high)
+        batch = start_waiting(lambda: bulk.bulk_edit_run(job_id=job.pk), waiting=1)
+        edit = start_waiting(
+            lambda: services.memories_change_type(
+                memory_ids=[middle.pk, low.pk], type="warning", actor=ACTOR
+            ),
+            waiting=2,
+        )
+    batch.join()
+    edit.join()
+    assert Memory.objects.filter(pinned=True, type="warning").count() == 2
+    assert Memory.objects.get(pk=high.pk).pinned
+    assert _retries() == retries
