@@ -28,9 +28,6 @@ class Tally:
             return f"about {_rounded(self.value):,}"
         return f"{self.value:,}+" if self.more else f"{self.value:,}"
 
-    def __int__(self) -> int:
-        return self.value
-
     def __bool__(self) -> bool:
         return self.value > 0
 

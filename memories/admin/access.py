@@ -73,3 +73,17 @@ def require_role(request: HttpRequest, owners: Any, role: Role) -> None:
             raise PermissionDenied(
                 f"You need the {role} role in every selected row's project to do that."
             )
+
+
+class ReadOnly:
+    """An admin list nobody adds to, changes or deletes from here: what it shows is written by
+    the services (history, bulk edit jobs)."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -26,7 +26,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from memories.actors import Actor
-from memories.admin.access import ByProjectRole
+from memories.admin.access import ByProjectRole, ReadOnly
 from memories.models import BulkAction, BulkEdit, Memory
 from memories.services import bulk
 
@@ -125,7 +125,7 @@ BULK_ACTIONS = [
 
 
 @admin.register(BulkEdit)
-class BulkEditAdmin(ByProjectRole):
+class BulkEditAdmin(ReadOnly, ByProjectRole):
     """The bulk edits: read-only, with their progress; a finished one can be undone."""
 
     list_display = [
@@ -165,15 +165,6 @@ class BulkEditAdmin(ByProjectRole):
     def global_rows(self, actor: Actor) -> Q:
         # Jobs over global memories (or several projects): their author's.
         return Q(project__isnull=True, actor=actor.user)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description="progress")
     def progress(self, obj: BulkEdit) -> str:

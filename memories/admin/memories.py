@@ -21,7 +21,7 @@ from django.utils.html import format_html, format_html_join
 
 from memories import selectors, services
 from memories.actors import Actor
-from memories.admin.access import ByProjectRole, require_role
+from memories.admin.access import ByProjectRole, ReadOnly, require_role
 from memories.admin.bulk import BULK_ACTIONS
 from memories.admin.lists import EstimatedCountPaginator, ProjectFilter
 from memories.models import Memory, MemoryEvent, MemoryType, Role, Scope
@@ -417,7 +417,7 @@ def _changes_text(changes: dict[str, Any]) -> str:
 
 
 @admin.register(MemoryEvent)
-class MemoryEventAdmin(ByProjectRole):
+class MemoryEventAdmin(ReadOnly, ByProjectRole):
     list_display = ["created_at", "memory_id", "project", "action", "actor_label", "reason"]
     list_filter = ["action", ProjectFilter]
     search_fields = ["reason", "actor_label"]
@@ -446,12 +446,3 @@ class MemoryEventAdmin(ByProjectRole):
         # The history of a global memory: of the ones the person may read.
         readable = selectors.global_memories_for(actor=actor).values("pk")
         return Q(project__isnull=True, memory_id__in=readable)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

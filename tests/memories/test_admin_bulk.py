@@ -26,13 +26,6 @@ def test_the_memories_admin_offers_every_background_bulk_edit():
 
 
 @pytest.fixture
-def admin_client(client):
-    superuser = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
-    client.force_login(superuser)
-    return client
-
-
-@pytest.fixture
 def listed(project, other_project, make_memory):
     ours = [make_memory(project=project, type="warning") for _ in range(3)]
     make_memory(project=project, type="pattern")

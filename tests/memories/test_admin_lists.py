@@ -27,13 +27,6 @@ PER_PROJECT = 3_000
 
 
 @pytest.fixture
-def admin_client(client):
-    superuser = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
-    client.force_login(superuser)
-    return client
-
-
-@pytest.fixture
 def store(project, other_project):
     """Two projects of 3,000 memories each (``project``'s first, so that the other one's are
     the newest), a tenth of them inactive, one in a thousand about invoices, with the
