@@ -9,7 +9,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 
 from api.auth import actor_for, api_key_of
-from memories import roles, selectors
+from memories import replicas, roles, selectors
 from memories.models import Memory, Project, Role, Scope
 from memories.text import is_whole_number
 
@@ -40,6 +40,7 @@ def project_or_404(request: Request, ref: str) -> Project:
         project = projects.filter(slug=ref).first()
     if project is None:
         raise NotFound(PROJECT_NOT_FOUND.format(ref=ref))
+    replicas.note_project(project.pk)
     return project
 
 

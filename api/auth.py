@@ -9,7 +9,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from memories import services
+from memories import replicas, services
 from memories.actors import Actor
 from memories.keys import secret_matches, split_token
 from memories.models import ApiKey
@@ -85,6 +85,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             ) from None
         vouched = _vouched(request, token)
         if vouched is not None:  # authenticated (and its use recorded) by the outer request
+            replicas.note_project(vouched.project_id)
             return ApiKeyUser(vouched), vouched
         api_key = api_key_for_token(token)
         if api_key is None:
@@ -92,7 +93,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
                 f"Unknown or revoked API key: {PASS_KEY} (a current key of the project,"
                 " as made by manage.py create_api_key)."
             )
-        services.api_key_touch(api_key=api_key)
+        with replicas.bookkeeping():  # not a write its caller reads back
+            services.api_key_touch(api_key=api_key)
+        replicas.note_project(api_key.project_id)
         return ApiKeyUser(api_key), api_key
 
     def authenticate_header(self, request: Request) -> str:

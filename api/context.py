@@ -236,6 +236,9 @@ class ContextOut(serializers.Serializer):
 
 
 class ContextView(APIView):
+    # A POST that reads: on a replica when there is one (memories.replicas).
+    replica_reads = True
+
     @extend_schema(
         parameters=[PROJECT_PARAM],
         request=ContextIn,

@@ -29,6 +29,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 
 from api.models import SlotLease
+from memories import replicas
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +98,8 @@ class PostgresStore:
             "seconds": seconds,
             "lease": lease,
         }
-        with connection.cursor() as cursor:
+        # Bookkeeping: no read waits for a slot (memories.replicas).
+        with replicas.bookkeeping(), connection.cursor() as cursor:
             cursor.execute(_TAKE, values)
             row = cursor.fetchone()
             if row is None:
@@ -111,7 +113,7 @@ class PostgresStore:
 
     def give_back(self, ident: str, lease: str) -> None:
         row, lease_id = lease.split(":", 1)
-        with connection.cursor() as cursor:
+        with replicas.bookkeeping(), connection.cursor() as cursor:
             cursor.execute(_GIVE_BACK, {"id": int(row), "lease": lease_id})
 
 

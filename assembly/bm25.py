@@ -17,8 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
-
+from memories import replicas
 from memories.models import Memory
 from memories.statistics import common_word_rows, statistics, word_rows
 from memories.words import TaskWords, tsquery_literal
@@ -45,7 +44,7 @@ def owner_stats(owner: str) -> tuple[int, float]:
     if owner not in stats:
         condition = "m.project_id IS NULL" if owner == "g" else "m.project_id = %s"
         values = [] if owner == "g" else [int(owner)]
-        with connection.cursor() as cursor:
+        with replicas.read_connection().cursor() as cursor:
             cursor.execute(_OWNER_STATS.format(owner=condition, sample=OWNER_SAMPLE), values)
             count, mean_length = cursor.fetchone()
             if count >= OWNER_SAMPLE:
@@ -121,7 +120,7 @@ def document_frequencies(
     if missing:
         params = {f"k{j}": [f"{owner}:w:{word}"] for j, word in enumerate(missing)}
         counts = ", ".join(_DF_COUNT.format(key=f"k{j}") for j in range(len(missing)))
-        with connection.cursor() as cursor:
+        with replicas.read_connection().cursor() as cursor:
             cursor.execute(f"SELECT ARRAY[{counts}]", params)
             counted = dict(zip(missing, map(float, cursor.fetchone()[0]), strict=True))
         found.update(counted)

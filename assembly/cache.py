@@ -26,6 +26,7 @@ from django.core.cache import caches
 
 from assembly.metrics import CACHE_ERRORS
 from assembly.results import Context
+from memories import replicas
 from memories.hooks import MemoriesChanged
 
 logger = logging.getLogger(__name__)
@@ -53,13 +54,20 @@ def _version_key(scope: int | str) -> str:
 
 
 def invalidate(project_ids: Iterable[int | None]) -> None:
-    """Make cached assemblies of these projects stale (None: a global memory changed)."""
+    """Make cached assemblies of these projects stale (None: a global memory changed).
+
+    With read replicas, a version names the primary's WAL position after the write
+    (``<token>@<position>``): an answer assembled on a replica that had not replayed it yet
+    is not stored under it (``put``), so no reader is served the memories from before the
+    write under the version after it."""
     scopes = {GLOBAL if pid is None else pid for pid in project_ids}
     if not scopes:
         return
     try:
+        position = replicas.primary_position()
+        suffix = "" if position is None else f"@{position}"
         caches[CACHE_ALIAS].set_many(
-            {_version_key(scope): uuid.uuid4().hex for scope in scopes}, timeout=None
+            {_version_key(scope): uuid.uuid4().hex + suffix for scope in scopes}, timeout=None
         )
     except Exception as exc:  # the write is committed; the cache must not undo its answer
         _failed("invalidate", exc)
@@ -144,10 +152,19 @@ def get(project_id: int, digest: str) -> Lookup:
     return Lookup(entry["answer"], versions)
 
 
+def _saw(versions: tuple[str, str]) -> bool:
+    """Whether this request's reads saw the writes that made ``versions`` (see invalidate)."""
+    seen = replicas.read_position()
+    if seen is None:
+        return True
+    written = [int(v.rpartition("@")[2]) for v in versions if "@" in v]
+    return seen >= max(written, default=0)
+
+
 def put(project_id: int, digest: str, lookup: Lookup, answer: Answer, timeout: int) -> None:
     """Store an answer under the versions read before it was assembled: if a write committed
     meanwhile, the versions moved and the entry is never served."""
-    if lookup.versions == UNKNOWN or not _trusted():
+    if lookup.versions == UNKNOWN or not _trusted() or not _saw(lookup.versions):
         return
     entry = {"versions": lookup.versions, "answer": answer}
     try:

@@ -33,12 +33,13 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from django.db import OperationalError, connection, transaction
+from django.db import OperationalError, transaction
 
 from assembly import bm25
 from assembly.bm25 import owner_stats, presence, task_terms
 from assembly.scope import scope_keys
 from knowledge.models import MemoryEmbedding
+from memories import replicas
 from memories.matching import scope_lookup, scope_params, tag_match
 from memories.models import Memory, Scope
 from memories.models.choices import sql_literal
@@ -432,15 +433,18 @@ def fetch_dicts(
     reset in one pipeline: one round trip, and a cancelled statement rolls the settings back
     with it. Inside a transaction a savepoint keeps the cancellation from aborting the rest
     of it."""
+    connection = replicas.read_connection()  # a replica's, for a reading request
     connection.ensure_connection()
-    inside = transaction.atomic() if connection.in_atomic_block else nullcontext()
+    inside = (
+        transaction.atomic(using=connection.alias) if connection.in_atomic_block else nullcontext()
+    )
     timeout = str(max(1, int(timeout_ms))) if timeout_ms is not None else None
     try:
         with (
             inside,
-            server_cursor() as setting,
-            server_cursor(prepare=generic) as cursor,
-            server_cursor() as reset,
+            server_cursor(using=connection) as setting,
+            server_cursor(prepare=generic, using=connection) as cursor,
+            server_cursor(using=connection) as reset,
             connection.connection.pipeline(),
         ):
             # No JIT: the statement's estimated cost (one small sum per pooled row) would

@@ -3,12 +3,14 @@ own statement timeout, so a slow source is cancelled by PostgreSQL, not left run
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -216,11 +218,15 @@ def fetch_all(
         return [ask(source) for source in sources]
     later = {
         source: _helpers.submit(
-            _fetch_on_helper,
-            source,
-            timeout_ms=max(1, remaining()),
-            left_out=left_out.get(source, 0),
-            **kwargs,
+            # In this request's context: its reads go where the request's do (a replica).
+            contextvars.copy_context().run,
+            partial(
+                _fetch_on_helper,
+                source,
+                timeout_ms=max(1, remaining()),
+                left_out=left_out.get(source, 0),
+                **kwargs,
+            ),
         )
         for source in elsewhere
     }

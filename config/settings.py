@@ -65,6 +65,12 @@ MIDDLEWARE = [
     "ops.middleware.SecurityHeadersMiddleware",
     "ops.middleware.BodyLengthMiddleware",
     "api.middleware.ReleaseSlotMiddleware",
+    # Only with read replicas (DATABASE_REPLICA_URLS): where each request reads.
+    *(
+        ["memories.replicas.ReplicaReadsMiddleware"]
+        if env_list("DATABASE_REPLICA_URLS", [])
+        else []
+    ),
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -105,12 +111,15 @@ else:
     from config.embedded_db import embedded_database
 
     _database = embedded_database(VAR_DIR / "pgdata")
-_database["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
-_database["CONN_HEALTH_CHECKS"] = True
-_database.setdefault("OPTIONS", {})
-# psycopg prepares only the statements asked to be prepared (memories.statements): a number
-# of runs this large is never reached (None would refuse even those).
-_database["OPTIONS"].setdefault("prepare_threshold", 2**31 - 1)
+# Pooled connections (psycopg's pool, which Django drives): each process keeps between
+# DATABASE_POOL_MIN_SIZE and DATABASE_POOL_MAX_SIZE connections per database and lends one
+# to each request; a request waits up to DATABASE_POOL_TIMEOUT seconds for one. Without it
+# each thread keeps its own connection for DB_CONN_MAX_AGE seconds. docs/scaling.md says how
+# to size it: processes x threads x max size stays under the server's max_connections.
+DATABASE_POOL = env_bool("DATABASE_POOL", False)
+DATABASE_POOL_MIN_SIZE = env_int("DATABASE_POOL_MIN_SIZE", 2)
+DATABASE_POOL_MAX_SIZE = env_int("DATABASE_POOL_MAX_SIZE", 4)
+DATABASE_POOL_TIMEOUT = env_int("DATABASE_POOL_TIMEOUT", 10)
 # Every statement of this process is cancelled after this long (0: never). The web server
 # sets it well inside its workers' timeout (config/gunicorn.conf.py), so that no request can
 # hold a worker, or a database connection, past it; the jobs keep PostgreSQL's own setting.
@@ -120,14 +129,57 @@ DATABASE_STATEMENT_TIMEOUT_MS = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 0)
 # hundred, and compiling them took half a second where running them took 20 ms.
 # DATABASE_JIT=true gives PostgreSQL its own setting back.
 DATABASE_JIT = env_bool("DATABASE_JIT", False)
-_settings = [_database["OPTIONS"].get("options", "")]
-if DATABASE_STATEMENT_TIMEOUT_MS > 0:
-    _settings.append(f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_MS}")
-if not DATABASE_JIT:
-    _settings.append("-c jit=off")
-_database["OPTIONS"]["options"] = " ".join(filter(None, _settings))
-_database["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "") or None}
-DATABASES = {"default": _database}
+
+
+def _connection_settings(database: dict[str, Any]) -> dict[str, Any]:
+    """A database's connection settings, the same for the primary and each replica."""
+    database = {**database, "OPTIONS": dict(database.get("OPTIONS") or {})}
+    options = database["OPTIONS"]
+    if DATABASE_POOL:
+        database["CONN_MAX_AGE"] = 0  # the pool keeps the connections
+        options["pool"] = {
+            "min_size": DATABASE_POOL_MIN_SIZE,
+            "max_size": DATABASE_POOL_MAX_SIZE,
+            "timeout": DATABASE_POOL_TIMEOUT,
+        }
+    else:
+        database["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
+        database["CONN_HEALTH_CHECKS"] = True
+    # psycopg prepares only the statements asked to be prepared (memories.statements): a
+    # number of runs this large is never reached (None would refuse even those).
+    options.setdefault("prepare_threshold", 2**31 - 1)
+    flags = [options.get("options", "")]
+    if DATABASE_STATEMENT_TIMEOUT_MS > 0:
+        flags.append(f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_MS}")
+    if not DATABASE_JIT:
+        flags.append("-c jit=off")
+    options["options"] = " ".join(filter(None, flags))
+    return database
+
+
+DATABASES = {"default": _connection_settings(_database)}
+DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "") or None}
+
+# Read replicas (memories.replicas): streaming standbys of the primary, comma-separated
+# URLs. Reading requests read on one that has replayed what their caller and project wrote;
+# everything else uses the primary. None: every statement uses the primary.
+DATABASE_REPLICA_URLS = env_list("DATABASE_REPLICA_URLS", [])
+# A replica that cannot be reached within this many seconds (2 at least: libpq's minimum) is
+# skipped for DATABASE_REPLICA_RETRY_SECONDS; one more than DATABASE_REPLICA_MAX_LAG_SECONDS
+# behind is skipped until it catches up. What a request wrote is waited for this long.
+DATABASE_REPLICA_CONNECT_TIMEOUT = env_int("DATABASE_REPLICA_CONNECT_TIMEOUT", 2)
+DATABASE_REPLICA_RETRY_SECONDS = env_int("DATABASE_REPLICA_RETRY_SECONDS", 30)
+DATABASE_REPLICA_MAX_LAG_SECONDS = env_int("DATABASE_REPLICA_MAX_LAG_SECONDS", 30)
+DATABASE_REPLICA_STICKY_SECONDS = env_int("DATABASE_REPLICA_STICKY_SECONDS", 600)
+for _number, _url in enumerate(DATABASE_REPLICA_URLS, start=1):
+    _replica = _connection_settings(dict(dj_database_url.parse(_url)))
+    _replica["OPTIONS"]["connect_timeout"] = DATABASE_REPLICA_CONNECT_TIMEOUT
+    if DATABASE_POOL:  # a pool waits no longer for a replica that does not answer
+        _replica["OPTIONS"]["pool"]["timeout"] = DATABASE_REPLICA_CONNECT_TIMEOUT
+    # The test suite reads its replicas' tables in its own database.
+    _replica["TEST"] = {"MIRROR": "default"}
+    DATABASES[f"replica_{_number}"] = _replica
+DATABASE_ROUTERS = ["memories.replicas.ReplicaRouter"] if DATABASE_REPLICA_URLS else []
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -353,6 +405,9 @@ CACHES = {
         **({} if CACHE_URL else {"LOCATION": str(VAR_DIR / "throttle")}),
         "KEY_PREFIX": "throttle",
     },
+    # Where each project's and caller's last write is, in the primary's WAL
+    # (memories.replicas): seen by every process, as the assembly cache.
+    "replicas": {**_shared_cache, "KEY_PREFIX": "replicas"},
 }
 ASSEMBLY_CACHE_SECONDS = env_int("ASSEMBLY_CACHE_SECONDS", 60)
 # Uses of memories (access counts) are noted in this Redis and written in batches

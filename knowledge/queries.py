@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
 from knowledge.models import MemoryPair, PairStatus
+from memories import replicas
 from memories.models import Memory, MemoryEvent, RunMemory
 from memories.models.choices import sql_literal
 from memories.selectors import memory_history
@@ -28,7 +28,7 @@ def open_pairs_among(memory_ids: Sequence[int]) -> list[tuple[int, str, int, int
     ids = sorted(set(memory_ids))
     if len(ids) < 2:
         return []
-    with connection.cursor() as cursor:
+    with replicas.read_connection().cursor() as cursor:
         cursor.execute(_OPEN_PAIRS, {"ids": ids})
         return [(row[0], row[1], row[2], row[3]) for row in cursor.fetchall()]
 

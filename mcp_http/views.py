@@ -71,6 +71,8 @@ class McpEndpoint(APIView):
     # The tools' own API calls are throttled per key as any; the endpoint adds nothing.
     throttle_classes: list[Any] = []
     schema = None  # not part of the REST API's OpenAPI document
+    # Its own reads are few; each tool's API call is routed as that call (memories.replicas).
+    replica_reads = True
 
     def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
         # The SDK answers what the client accepts (JSON, or 405 for an event stream this

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 import psycopg
-from django.db import connection
+from django.db import connection as default_connection
 
 
 class _PreparingCursor(psycopg.Cursor):
@@ -22,9 +22,10 @@ class _PreparingCursor(psycopg.Cursor):
         return super().execute(query, params, **kwargs)
 
 
-def server_cursor(*, prepare: bool = False) -> Any:
-    """A cursor of Django's connection binding parameters server-side (``prepare``: and
-    preparing what it runs)."""
+def server_cursor(*, prepare: bool = False, using: Any = None) -> Any:
+    """A cursor of Django's connection (or of ``using``, another database's) binding
+    parameters server-side (``prepare``: and preparing what it runs)."""
+    connection = using if using is not None else default_connection
     connection.ensure_connection()
     raw = (_PreparingCursor if prepare else psycopg.Cursor)(connection.connection)
     wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor

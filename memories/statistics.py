@@ -13,8 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.db import connection
-
+from memories import replicas
 from memories.models import Memory
 
 MEMORIES = Memory._meta.db_table
@@ -46,7 +45,7 @@ def statistics() -> dict[str, Any]:
     if read_at is None or time.monotonic() - read_at > COMMON_WORDS_SECONDS:
         known: dict[str, float] = {}
         by_owner: dict[str, dict[str, float]] = {}
-        with connection.cursor() as cursor:
+        with replicas.read_connection().cursor() as cursor:
             cursor.execute(_COMMON_WORDS, [min(KNOWN_WORD_ROWS, COMMON_WORD_ROWS)])
             for key, rows in cursor.fetchall():
                 known[key] = float(rows)

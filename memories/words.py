@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db import connection
+from memories import replicas
 
 # At most this many distinct words of an intent and of a write scope are scored.
 MAX_INTENT_WORDS = 32
@@ -56,7 +56,7 @@ def task_words(intent: str, write_scope: Sequence[str]) -> TaskWords:
         known = {path: _paths[path] for path in paths if path in _paths}
     unknown = [path for path in paths if path not in known]
     if said is None or unknown:
-        with connection.cursor() as cursor:
+        with replicas.read_connection().cursor() as cursor:
             cursor.execute(
                 "SELECT tsvector_to_array(memory_document(%s::text, '', '{}')),"
                 " ARRAY(SELECT array_to_string(tsvector_to_array(to_tsvector("

@@ -77,6 +77,7 @@ class _Derived(Collector):
         ratio.add_metric([], hits / (hits + misses) if hits + misses else 0.0)
         yield ratio
         yield from _job_states()
+        yield from _replica_states()
 
 
 def _job_states() -> Iterator[GaugeMetricFamily]:
@@ -98,6 +99,33 @@ def _job_states() -> Iterator[GaugeMetricFamily]:
             changed.add_metric([name], count)
     yield finished
     yield changed
+
+
+def _replica_states() -> Iterator[GaugeMetricFamily]:
+    """Each read replica, asked at scrape time (memories.replicas): up, and how far behind."""
+    from memories import replicas
+
+    up = GaugeMetricFamily(
+        "database_replica_up", "Whether each read replica answered.", labels=["replica"]
+    )
+    seconds = GaugeMetricFamily(
+        "database_replica_lag_seconds",
+        "Seconds of the primary's commits each replica has received but not yet replayed.",
+        labels=["replica"],
+    )
+    size = GaugeMetricFamily(
+        "database_replica_lag_bytes",
+        "Bytes of WAL between the primary's position and what each replica has replayed.",
+        labels=["replica"],
+    )
+    for alias, answered, lag, behind in replicas.positions():
+        up.add_metric([alias], 1.0 if answered else 0.0)
+        if lag is not None and behind is not None:
+            seconds.add_metric([alias], lag)
+            size.add_metric([alias], behind)
+    yield up
+    yield seconds
+    yield size
 
 
 def exposition() -> bytes:

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
+from memories import replicas
 from memories.locks import lock_ids, retried
 from memories.models import Memory
 
@@ -65,7 +66,8 @@ def write(memory_ids: Iterable[int], now: datetime | None = None) -> None:
 
 @retried
 def _write(ids: list[int], uses: list[int], last_at: list[datetime]) -> None:
-    with connection.cursor() as cursor:
+    # Bookkeeping: nobody reads a count back at once (memories.replicas).
+    with replicas.bookkeeping(), connection.cursor() as cursor:
         cursor.execute(_UPDATE, {"ids": ids, "uses": uses, "last_at": last_at})
 
 

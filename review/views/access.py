@@ -11,7 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from memories import roles, selectors
+from memories import replicas, roles, selectors
 from memories.actors import Actor
 from memories.models import Memory, Project, ReviewStatus, Role, Scope
 from review.views.parts import HtmxHttpRequest
@@ -26,6 +26,7 @@ def may_see(request: HtmxHttpRequest, project_id: int | None) -> None:
     """A 404, exactly as for what does not exist, unless the person has a role there."""
     if not roles.may(request.user, project_id, Role.VIEWER):
         raise Http404("Nothing here, or nothing you have a role in.")
+    replicas.note_project(project_id)
 
 
 def visible_project(request: HtmxHttpRequest, slug: str, queryset: Any = None) -> Project:
