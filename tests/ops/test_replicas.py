@@ -228,3 +228,104 @@ def test_a_replica_stopped_under_reads_fails_none_of_them(service):
     finally:
         pair.replica.start()
         cluster.wait_replayed(pair.primary, pair.replica)
+
+
+# ---- without a server ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sql", "writes"),
+    [
+        ("INSERT INTO t VALUES (1)", True),
+        ("  update t SET a = 1", True),
+        ("DELETE FROM t", True),
+        ("WITH x AS (SELECT 1) UPDATE t SET a = 1", True),
+        ("WITH x AS (SELECT 1) SELECT * FROM x", False),
+        ("SELECT * FROM t FOR UPDATE", False),
+        ("SELECT pg_current_wal_lsn()", False),
+    ],
+)
+def test_a_write_is_told_from_a_read(sql, writes):
+    from memories.replicas import writes as told
+
+    assert told(sql) is writes
+
+
+def test_wal_positions_compare_as_numbers():
+    from memories.replicas import lsn_number
+
+    assert lsn_number("0/3000000") == 0x3000000
+    assert lsn_number("1/0") > lsn_number("0/FFFFFFFF")
+    assert lsn_number(None) is None
+
+
+def _settings(**env: str) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, django, os\n"
+        "os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'\n"
+        "django.setup()\n"
+        "from django.conf import settings\n"
+        "print(json.dumps({'databases': settings.DATABASES, 'routers': settings.DATABASE_ROUTERS,"
+        " 'middleware': settings.MIDDLEWARE}, default=str))\n"
+    )
+    environment = {**os.environ, "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/x"}
+    environment.pop("DATABASE_REPLICA_URLS", None)
+    environment.update(env)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_without_replicas_nothing_routes_and_without_a_pool_connections_persist():
+    found = _settings(DATABASE_POOL="false", DB_CONN_MAX_AGE="60")
+    assert list(found["databases"]) == ["default"]
+    assert found["routers"] == []
+    assert not [name for name in found["middleware"] if "replicas" in name]
+    default = found["databases"]["default"]
+    assert default["CONN_MAX_AGE"] == 60
+    assert "pool" not in default["OPTIONS"]
+
+
+def test_replicas_and_the_pool_from_the_environment():
+    found = _settings(
+        DATABASE_REPLICA_URLS="postgres://a@127.0.0.1:1/x,postgres://b@127.0.0.1:2/x",
+        DATABASE_POOL="true",
+        DATABASE_POOL_MAX_SIZE="7",
+        DATABASE_REPLICA_CONNECT_TIMEOUT="3",
+    )
+    assert list(found["databases"]) == ["default", "replica_1", "replica_2"]
+    assert found["routers"] == ["memories.replicas.ReplicaRouter"]
+    assert "memories.replicas.ReplicaReadsMiddleware" in found["middleware"]
+    default, replica = found["databases"]["default"], found["databases"]["replica_2"]
+    assert default["CONN_MAX_AGE"] == 0  # the pool keeps the connections
+    assert default["OPTIONS"]["pool"]["max_size"] == 7
+    assert replica["PORT"] == 2
+    assert replica["OPTIONS"]["connect_timeout"] == 3
+    assert replica["OPTIONS"]["pool"]["timeout"] == 3  # no long wait for a replica that is down
+    assert replica["TEST"]["MIRROR"] == "default"
+    assert "-c jit=off" in replica["OPTIONS"]["options"]
+
+
+def test_an_answer_read_on_a_replica_behind_the_versions_write_is_not_cached(settings):
+    """A version names the primary's position after the write that made it: an answer
+    assembled on a replica that had not replayed it would be the memories from before."""
+    from assembly import cache
+    from memories import replicas
+
+    settings.ASSEMBLY_CACHE_SECONDS = 60
+    answer = cache.Answer(result=None, body=b"{}", given=[], prompt_hash="h")
+    for seen, stored in [(100, False), (200, True)]:
+        digest = f"replica-test-{seen}"
+        lookup = cache.Lookup(None, ("a1b2@150", "c3d4"))
+        with replicas.reading_scope(1) as scope:
+            scope.alias = "replica_1"
+            scope.checked["replica_1"] = (seen, 0.0)
+            cache.put(1, digest, lookup, answer, 60)
+        raw = cache.caches[cache.CACHE_ALIAS].get(cache._entry_key(1, digest))
+        assert (raw is not None) is stored
