@@ -313,7 +313,7 @@ def up(
         for port in ports:
             print(f"web       http://127.0.0.1:{port}/ ({workers} gunicorn workers)")
         print(f"metrics   /metrics of each, with 'Authorization: Bearer {token}'")
-        print(f"files     {folder} (the servers' logs, VAR_DIR)")
+        print(f"files     {folder} (PostgreSQL's data and logs; VAR_DIR: var)")
         if seed:
             print(
                 f"bench     DATABASE_URL={url} DATABASE_REPLICA_URLS={replica.url('memory_layer')}"
