@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 INSTALLED := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml clients/python/pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: install run test test-client lint format lock clean
+.PHONY: install run cluster test test-client lint format lock clean
 
 $(INSTALLED): requirements.lock pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ run: install
 	# Each lifecycle job once, so the dashboard shows a last run of each from the start.
 	$(PY) manage.py run_job --all
 	$(PY) manage.py serve --addr 127.0.0.1:$(PORT)
+
+# A primary, a streaming replica, web servers on 8001 and 8002, a worker and beat (bench/cluster.py).
+cluster: install
+	$(PY) bench/cluster.py up $(CLUSTER_ARGS)
 
 # The pgvector tests need the extension: against a server without it (DATABASE_URL set),
 # they run again on the embedded PostgreSQL, which has it.

@@ -2,13 +2,22 @@
 each in a folder with a port, started with the machine's binaries (or the embedded
 server's), and the whole service over them.
 
-    python bench/cluster.py up [--dir var/cluster] [--delay 0]
+    python bench/cluster.py up [--dir /tmp/memory-cluster] [--delay 0] [--seed N]
 
-starts a primary (port 55432), a streaming replica (55433, replaying ``--delay`` seconds
-late), migrates and seeds the demo project, then two web servers (gunicorn on 8001 and
-8002, both reading on the replica), a Celery worker and beat, and prints how to reach them;
-Ctrl-C stops everything. The tests of read replicas (tests/ops/test_replicas.py) start the
-same servers with ``start_primary`` and ``start_replica``.
+(``make cluster``) starts a primary (port 55432) and a streaming replica (55433, replaying
+``--delay`` seconds late), migrates, seeds the demo project (and with ``--seed N`` a
+benchmark project of N memories, ``bench-N``, as bench/seed.py does), then two web servers
+(gunicorn on 8001 and 8002, ``--ports``, both reading on the replica), a Celery worker and
+beat, and prints how to reach them. Ctrl-C or SIGTERM stops everything, and the PostgreSQL
+servers; their data and logs stay in ``--dir`` until the next ``up`` there.
+
+Every process gets the environment it was started with (CACHE_URL, ASSEMBLY_CACHE_SECONDS,
+API_THROTTLE_RATE, ...), over the cluster's own DATABASE_URL, DATABASE_REPLICA_URLS and
+VAR_DIR (``--dir``/var); the web servers get METRICS_TOKEN (the environment's, or a new one,
+printed) for ``/metrics``. ``bench/context.py --urls`` measures the running servers.
+
+The tests of read replicas (tests/ops/test_replicas.py) start the same PostgreSQL servers
+with ``start_primary`` and ``start_replica``.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import argparse
 import glob
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
@@ -24,8 +34,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bench.server import Server
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -170,6 +185,12 @@ def wait_replayed(primary: Postgres, replica: Postgres, timeout: float = 60) -> 
     raise RuntimeError("The replica did not catch up")
 
 
+PRIMARY_PORT = 55432
+REPLICA_PORT = 55433
+# How long the worker, beat and web servers have to stop before they are killed.
+STOP_SECONDS = 30
+
+
 def _manage(*args: str, env: dict[str, str]) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True)
 
@@ -178,31 +199,105 @@ def _interrupt(*_: object) -> None:
     raise KeyboardInterrupt
 
 
-def up(folder: Path, delay: float, ports: tuple[int, int]) -> None:
-    from bench.server import start_gunicorn
+def _port_free(port: int) -> bool:
+    """Nothing listens on the port (connections of an earlier server closing do not count:
+    the servers bind with SO_REUSEADDR, as this probe does)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
-    if folder.exists():
-        shutil.rmtree(folder)
-    primary = start_primary(folder, 55432)
-    started: list[subprocess.Popen] = []
-    servers = []
-    replica = None
+
+def _check_ports(ports: tuple[int, ...], what: str) -> None:
+    busy = [str(port) for port in ports if not _port_free(port)]
+    if busy:
+        raise SystemExit(f"{', '.join(busy)}: already in use; {what} must be free")
+
+
+def _stop_servers(folder: Path) -> None:
+    """Stop the PostgreSQL servers whose data folders are in ``folder`` (a cluster stopped
+    halfway, or left by one that was killed)."""
+    for name in ("replica", "primary"):
+        try:
+            Postgres(folder / name, 0).stop()
+        except (OSError, RuntimeError, subprocess.SubprocessError) as failed:
+            print(f"{name}: {failed}", file=sys.stderr)
+
+
+def _stop_process(process: subprocess.Popen) -> None:
+    """SIGTERM to the process alone (a Celery worker stops its own pool; signalled with it,
+    the pool's processes die under the worker, which then hangs), then SIGKILL to its
+    process group if it has not stopped within STOP_SECONDS, and to whatever it left."""
+    with suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
     try:
+        process.wait(timeout=STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        print(f"pid {process.pid} did not stop: killed", file=sys.stderr)
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def up(
+    folder: Path, delay: float, ports: tuple[int, ...], *, seed: int = 0, workers: int = 2
+) -> None:
+    """The whole service over a primary and a replica, until Ctrl-C or SIGTERM."""
+    from bench.server import SECRET_KEY, start_gunicorn
+
+    # Ctrl-C and SIGTERM stop everything, whenever they come (startup too). SIGINT is set
+    # explicitly: a shell that starts a command in the background makes it ignore SIGINT.
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, _interrupt)
+    _check_ports(ports, "the web servers' ports (--ports)")
+    if folder.exists():  # of an earlier cluster: its web servers are gone, as the check says
+        _stop_servers(folder)
+        shutil.rmtree(folder)
+    _check_ports((PRIMARY_PORT, REPLICA_PORT), "PostgreSQL's ports")
+    token = os.environ.get("METRICS_TOKEN") or secrets.token_urlsafe(24)
+    started: list[subprocess.Popen] = []
+    servers: list[Server] = []
+    try:
+        primary = start_primary(folder, PRIMARY_PORT)
         primary.sql("CREATE DATABASE memory_layer")
         url = primary.url("memory_layer")
-        replica = start_replica(primary, folder, port=55433, delay_seconds=delay)
+        replica = start_replica(primary, folder, port=REPLICA_PORT, delay_seconds=delay)
+        # One VAR_DIR for every process: the file-system broker (without CELERY_BROKER_URL)
+        # and, without Redis (CACHE_URL), the caches, and with them what each caller wrote
+        # last, are files there.
         env = {
             **os.environ,
             "DATABASE_URL": url,
             "DATABASE_REPLICA_URLS": replica.url("memory_layer"),
+            "VAR_DIR": str(folder / "var"),
+            "METRICS_TOKEN": token,
         }
         _manage("migrate", "--noinput", env=env)
         _manage("seed_demo", env=env)
-        # Both web servers share one VAR_DIR: without Redis (CACHE_URL) the caches, and with
-        # them what each caller wrote last, are files there.
-        shared = {name: env[name] for name in ("DATABASE_URL", "DATABASE_REPLICA_URLS")}
-        shared["VAR_DIR"] = str(folder / "var")
-        servers.extend(start_gunicorn(port=port, workers=2, **shared) for port in ports)
+        if seed:
+            subprocess.run(
+                [sys.executable, "bench/seed.py", str(seed)], cwd=ROOT, env=env, check=True
+            )
+        # With DEBUG off (as the web servers run), the pages' files are served from here.
+        _manage(
+            "collectstatic", "--noinput", "--verbosity", "0",
+            env={**env, "DEBUG": "false", "SECRET_KEY": SECRET_KEY},
+        )  # fmt: skip
+        wait_replayed(primary, replica, timeout=delay + 60)
+        web = {name: env[name] for name in ("DATABASE_URL", "DATABASE_REPLICA_URLS", "VAR_DIR")}
+        web["METRICS_TOKEN"] = token
+        # Plain HTTP on loopback: the sign-in and CSRF cookies travel without TLS.
+        web["SESSION_COOKIE_SECURE"] = web["CSRF_COOKIE_SECURE"] = "false"
+        for port in ports:
+            # Each server's own metrics: gunicorn empties this folder when it starts, and
+            # /metrics adds up every worker that wrote there.
+            metrics = str(folder / "var" / f"metrics-{port}")
+            servers.append(
+                start_gunicorn(port=port, workers=workers, PROMETHEUS_MULTIPROC_DIR=metrics, **web)
+            )
         for role in ("worker", "beat"):
             started.append(
                 subprocess.Popen(
@@ -212,24 +307,32 @@ def up(folder: Path, delay: float, ports: tuple[int, int]) -> None:
                     start_new_session=True,
                 )
             )
+        urls = ",".join(f"http://127.0.0.1:{port}" for port in ports)
         print(f"primary   {url}")
         print(f"replica   {replica.url('memory_layer')} (replaying {delay:g} s late)")
         for port in ports:
-            print(f"web       http://127.0.0.1:{port}/")
+            print(f"web       http://127.0.0.1:{port}/ ({workers} gunicorn workers)")
+        print(f"metrics   /metrics of each, with 'Authorization: Bearer {token}'")
+        print(f"files     {folder} (PostgreSQL's data and logs; VAR_DIR: var)")
+        if seed:
+            print(
+                f"bench     DATABASE_URL={url} DATABASE_REPLICA_URLS={replica.url('memory_layer')}"
+                f" METRICS_TOKEN={token} python bench/context.py --urls {urls} --sizes {seed}"
+            )
         print("worker, beat running; Ctrl-C stops everything", flush=True)
-        signal.signal(signal.SIGTERM, _interrupt)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
         pass
     finally:
+        for number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(number, signal.SIG_IGN)  # let the stop finish
         for process in started:
-            os.killpg(process.pid, signal.SIGTERM)
+            _stop_process(process)
         for server in servers:
             server.stop()
-        if replica is not None:
-            replica.stop()
-        primary.stop()
+        _stop_servers(folder)
+        print("stopped", flush=True)
 
 
 def main() -> None:
@@ -238,9 +341,17 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "memory-cluster")
     parser.add_argument("--delay", type=float, default=0, help="the replica's replay delay, s")
     parser.add_argument("--ports", default="8001,8002", help="the web servers' ports")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers per server")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also seed a benchmark project of N memories (bench-N, bench/seed.py)",
+    )
     args = parser.parse_args()
-    first, second = (int(port) for port in args.ports.split(","))
-    up(args.dir, args.delay, (first, second))
+    ports = tuple(int(port) for port in args.ports.split(","))
+    up(args.dir, args.delay, ports, seed=args.seed, workers=args.workers)
 
 
 if __name__ == "__main__":

@@ -10,15 +10,31 @@ prints the median of each figure as a Markdown table.
 ``--users N`` gives N users five preferences each in every project measured, and measures
 each case twice in the same round: without a user, and with each request naming one of them
 (the ``## Preferences`` section before the memories).
+
+``--urls`` measures servers already running instead (bench/cluster.py up), each request
+sent to the next of the URLs in turn (round-robin, per request); give it more than once to
+compare sets of servers, measured in turn in every round:
+
+    DATABASE_URL=<the cluster's primary> DATABASE_REPLICA_URLS=<its replica> \\
+    METRICS_TOKEN=<the servers'> .venv/bin/python bench/context.py --sizes 10000 \\
+        --urls http://127.0.0.1:8001 --urls http://127.0.0.1:8001,http://127.0.0.1:8002
+
+The servers' settings then decide the cache (and everything else): each figure is measured
+as served. DATABASE_URL is where the bench finds the project ``bench-<size>`` (seeded by
+``up --seed``) and makes its API key. With METRICS_TOKEN, the servers' reading requests by
+the database that answered them (``database_reading_requests_total`` on /metrics, added up
+over the URLs, taken before and after each run) give the share of reads on the replicas.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import itertools
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import statistics
@@ -27,7 +43,10 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
+from collections import Counter
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -74,18 +93,31 @@ class UsesFlusher(threading.Thread):
 def database_settings() -> str:
     """What the figures depend on: the server's shared buffers, after loading the memories
     table and its indexes into them when pg_prewarm is available (steady state, not the
-    first minutes after a restart)."""
-    from django.db import connection
+    first minutes after a restart), on the primary and on every replica the bench's own
+    settings name (DATABASE_REPLICA_URLS)."""
+    from django.db import DEFAULT_DB_ALIAS, connections
 
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_available_extensions WHERE name = 'pg_prewarm'")
-        if cursor.fetchone()[0]:
-            cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-            cursor.execute(
-                "SELECT sum(pg_prewarm(indexrelid)) FROM pg_index"
-                " WHERE indrelid = 'project_memories'::regclass"
-            )
-            cursor.execute("SELECT pg_prewarm('project_memories')")
+    for alias in connections:
+        with connections[alias].cursor() as cursor:
+            if alias == DEFAULT_DB_ALIAS:
+                cursor.execute(
+                    "SELECT count(*) FROM pg_available_extensions WHERE name = 'pg_prewarm'"
+                )
+                if cursor.fetchone()[0]:
+                    cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            # A replica has the extension once it has replayed its creation.
+            for _ in range(50 if alias != DEFAULT_DB_ALIAS else 1):
+                cursor.execute("SELECT count(*) FROM pg_extension WHERE extname = 'pg_prewarm'")
+                if found := cursor.fetchone()[0]:
+                    break
+                time.sleep(0.1)
+            if found:
+                cursor.execute(
+                    "SELECT sum(pg_prewarm(indexrelid)) FROM pg_index"
+                    " WHERE indrelid = 'project_memories'::regclass"
+                )
+                cursor.execute("SELECT pg_prewarm('project_memories')")
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
         cursor.execute("SHOW shared_buffers")
         buffers = cursor.fetchone()[0]
         cursor.execute("SELECT pg_size_pretty(pg_total_relation_size('project_memories'))")
@@ -256,8 +288,10 @@ def load_wrk(size: int, token: str, seconds: float, concurrency: int, repeat: bo
     }
 
 
-def generator(concurrency: int) -> str:
-    return "wrk" if concurrency > 1 and shutil.which("wrk") else "python"
+def generator(concurrency: int, served: bool = False) -> str:
+    """wrk sends to one server: servers already running (``--urls``), which may be several,
+    are loaded from Python, whatever their number, so that one and two compare."""
+    return "wrk" if concurrency > 1 and not served and shutil.which("wrk") else "python"
 
 
 def memory_ids(size: int, count: int = 2000) -> list[int]:
@@ -279,39 +313,50 @@ def load(
     repeat: bool,
     ids: list[int] | None = None,
     users: int = 0,
+    servers: list[tuple[str, int]] | None = None,
 ) -> dict:
     """Agents asking for context for ``seconds``. One agent alone (``ids`` given) also reads
     one memory by id after each request, so that the two are measured side by side in the
-    same moments of the machine; each answer's tokens are checked against its budget."""
-    if generator(concurrency) == "wrk" and not users:
+    same moments of the machine; each answer's tokens are checked against its budget.
+
+    ``servers`` (host, port) already running take the requests in turn, one request each
+    (round-robin over all the agents' requests); by default the bench's own server."""
+    if servers is None and generator(concurrency) == "wrk" and not users:
         return load_wrk(size, token, seconds, concurrency, repeat)
+    targets = servers or [("127.0.0.1", PORT)]
+    turn = itertools.count()  # shared by the agents' threads (its next() is atomic)
     names = areas(size)
     latencies: list[float] = []
     reads: list[float] = []
     errors = 0
+    throttled = 0
     timeouts = 0
     overruns = 0
     lock = threading.Lock()
     deadline = time.perf_counter() + seconds
 
     def agent(seed: int) -> None:
-        nonlocal errors, timeouts, overruns
+        nonlocal errors, throttled, timeouts, overruns
         rng = random.Random(seed)
-        connection = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+        # A kept-alive connection to each server.
+        connections = [http.client.HTTPConnection(h, p, timeout=30) for h, p in targets]
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
         mine: list[float] = []
         read: list[float] = []
         failed = 0
+        limited = 0
         late = 0
         over = 0
         while time.perf_counter() < deadline:
             body = request_body(rng, names, repeat, users)
+            connection = connections[next(turn) % len(connections)]
             started = time.perf_counter()
             connection.request("POST", f"/api/projects/bench-{size}/context", body, headers)
             response = connection.getresponse()
             payload = response.read()
             mine.append((time.perf_counter() - started) * 1000)
             failed += response.status != 200
+            limited += response.status == 429
             # A source cut off by its deadline answers fast but incomplete: count it.
             late += b"SOURCE_TIMEOUT" in payload
             if response.status == 200:
@@ -320,16 +365,20 @@ def load(
                 over += metadata["totalTokens"] > asked["tokenBudget"] - asked["responseReserve"]
             if ids:
                 path = f"/api/projects/bench-{size}/memories/{rng.choice(ids)}"
+                connection = connections[next(turn) % len(connections)]
                 started = time.perf_counter()
                 connection.request("GET", path, headers=headers)
                 answer = connection.getresponse()
                 answer.read()
                 read.append((time.perf_counter() - started) * 1000)
                 failed += answer.status != 200
+        for each in connections:
+            each.close()
         with lock:
             latencies.extend(mine)
             reads.extend(read)
             errors += failed
+            throttled += limited
             timeouts += late
             overruns += over
 
@@ -344,6 +393,7 @@ def load(
     result = {
         "requests": len(latencies),
         "errors": errors,
+        "throttled": throttled,
         "timeouts": timeouts,
         "overruns": overruns,
         "p50": statistics.median(latencies),
@@ -357,30 +407,147 @@ def load(
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", default="10000,100000")
-    parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument(
-        "--concurrency",
-        default="1,8",
-        help="agents at once, comma-separated: 1 shows latency alone, more the throughput",
+READS_LINE = re.compile(r'^database_reading_requests_total\{database="([^"]+)"\} (\S+)$', re.M)
+
+
+THROTTLED = (
+    "the servers limit each key's requests; start them with API_THROTTLE_RATE=100000000/min"
+    " API_KEY_CONCURRENCY=64 in the environment (of bench/cluster.py up)"
+)
+
+
+def servers_of(urls: str) -> list[tuple[str, int]]:
+    """``http://127.0.0.1:8001,http://127.0.0.1:8002`` as (host, port) pairs."""
+    found = []
+    for url in urls.split(","):
+        parts = urlsplit(url.strip())
+        if parts.scheme != "http" or not parts.hostname:
+            raise SystemExit(f"{url!r}: give http://host:port")
+        found.append((parts.hostname, parts.port or 80))
+    return found
+
+
+def reads_by_database(servers: list[tuple[str, int]], token: str) -> Counter[str]:
+    """The servers' reading requests so far, by the database that answered them, added up."""
+    total: Counter[str] = Counter()
+    for host, port in servers:
+        asked = urllib.request.Request(
+            f"http://{host}:{port}/metrics", headers={"Authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(asked, timeout=30) as answer:
+            text = answer.read().decode()
+        for database, value in READS_LINE.findall(text):
+            total[database] += float(value)
+    return total
+
+
+def check_served(servers: list[tuple[str, int]], size: int, token: str) -> None:
+    """Each server answers the bench's key for its project (a replica may take a moment to
+    replay the key), or the bench stops and says why."""
+    body = request_body(random.Random(0), areas(size), repeat=False)
+    for host, port in servers:
+        for _ in range(50):
+            connection = http.client.HTTPConnection(host, port, timeout=30)
+            headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+            connection.request("POST", f"/api/projects/bench-{size}/context", body, headers)
+            status = connection.getresponse().status
+            connection.close()
+            if status == 200:
+                break
+            time.sleep(0.2)
+        else:
+            raise SystemExit(
+                f"http://{host}:{port} answered {status} for bench-{size}: "
+                + (
+                    THROTTLED
+                    if status == 429
+                    else "DATABASE_URL must be the servers' primary (bench/cluster.py up prints"
+                    " it), with the project seeded there (up --seed)"
+                )
+            )
+
+
+def measure_served(args: argparse.Namespace) -> None:
+    """The ``--urls`` sets of running servers, one after the other in every round."""
+    sets = [servers_of(urls) for urls in args.urls]
+    sizes = [int(s) for s in args.sizes.split(",")]
+    metrics_token = os.environ.get("METRICS_TOKEN", "")
+    if args.users:
+        for size in sizes:
+            seed_users(size, args.users)
+    variants = [0, args.users] if args.users else [0]
+    described = database_settings()
+    keys = {size: api_key(size) for size in sizes}
+    for servers in sets:
+        for size in sizes:
+            check_served(servers, size, keys[size])
+    runs: dict[tuple[int, int, int, int], list[dict]] = {}
+    for _ in range(args.rounds):
+        for number, servers in enumerate(sets):
+            for size in sizes:
+                ids = memory_ids(size)
+                for agents in (int(c) for c in args.concurrency.split(",")):
+                    alone = ids if agents == 1 else None
+                    for users in variants:
+                        load(size, keys[size], 2, agents, False, alone, users, servers)  # warm up
+                        before = (
+                            reads_by_database(servers, metrics_token) if metrics_token else None
+                        )
+                        result = load(
+                            size, keys[size], args.seconds, agents, False, alone, users, servers
+                        )
+                        if before is not None:
+                            after = reads_by_database(servers, metrics_token)
+                            result["reads"] = after - before
+                        runs.setdefault((number, size, agents, users), []).append(result)
+    print(
+        f"Servers already running (--urls), each request to the next in turn; PostgreSQL:"
+        f" {described}; median of {args.rounds} rounds of {args.seconds:g} s, the sets of"
+        " servers measured one after the other in each round."
     )
-    parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument(
-        "--time-budget-ms", type=int, default=500, help="the server's ASSEMBLY_TIME_BUDGET_MS"
+    print(
+        "Cache: as served (the servers' settings decide it, ASSEMBLY_CACHE_SECONDS). Reads on"
+        " the primary and on replicas: the servers' reading requests by the database that"
+        " answered them (/metrics), over the measured runs; answered with no read (a cached"
+        " context, /metrics itself) left out."
     )
-    parser.add_argument(
-        "--rounds", type=int, default=3, help="each figure is the median of this many rounds"
+    print(
+        "| memories | servers | cache | agents | load from | requests | errors | 429s "
+        "| source timeouts | token overruns | p50 ms | p95 ms | p99 ms | req/s "
+        "| reads on primary | reads on replicas | on replicas |"
     )
-    parser.add_argument(
-        "--users",
-        type=int,
-        default=0,
-        help="also measure requests that name one of this many users (five preferences each)",
-    )
-    args = parser.parse_args()
-    django_setup()
+    print("|---:|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for (number, size, agents, users), results in runs.items():
+        r = {
+            name: statistics.median(run[name] for run in results)
+            for name in ("p50", "p95", "p99", "rps")
+        }
+        totals = {
+            name: sum(run.get(name, 0) for run in results)
+            for name in ("requests", "errors", "throttled", "timeouts", "overruns")
+        }
+        reads: Counter[str] = sum((run.get("reads", Counter()) for run in results), Counter())
+        primary = reads["default"]
+        replicas = sum(value for name, value in reads.items() if name.startswith("replica_"))
+        share = f"{replicas / (primary + replicas):.1%}" if primary + replicas else "n/a"
+        if not metrics_token:
+            primary_text = replicas_text = share = "n/a (no METRICS_TOKEN)"
+        else:
+            primary_text, replicas_text = f"{primary:.0f}", f"{replicas:.0f}"
+        named = ",".join(str(port) for _, port in sets[number])
+        cache = "as served, user" if users else "as served"
+        print(
+            f"| {size:,} | {named} | {cache} | {agents} | {generator(agents, served=True)} "
+            f"| {totals['requests']} | {totals['errors']} | {totals['throttled']} "
+            f"| {totals['timeouts']} | {totals['overruns']} | {r['p50']:.1f} | {r['p95']:.1f} "
+            f"| {r['p99']:.1f} | {r['rps']:.0f} | {primary_text} | {replicas_text} | {share} |"
+        )
+    if any(run.get("throttled") for results in runs.values() for run in results):
+        print(f"429s: {THROTTLED}")
+
+
+def own_servers(args: argparse.Namespace) -> None:
+    """The bench's own gunicorn, started for each cache setting in every round."""
     if args.users:
         for size in (int(s) for s in args.sizes.split(",")):
             seed_users(size, args.users)
@@ -438,6 +605,48 @@ def main() -> None:
             f"| {totals['errors']} | {totals['timeouts']} | {totals['overruns']} | "
             f"{r['p50']:.1f} | {r['p95']:.1f} | {r['p99']:.1f} | {r['rps']:.0f} | {alone} |"
         )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument(
+        "--concurrency",
+        default="1,8",
+        help="agents at once, comma-separated: 1 shows latency alone, more the throughput",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=4, help="the bench's own server's (not with --urls)"
+    )
+    parser.add_argument(
+        "--time-budget-ms",
+        type=int,
+        default=500,
+        help="the bench's own server's ASSEMBLY_TIME_BUDGET_MS (not with --urls)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="each figure is the median of this many rounds"
+    )
+    parser.add_argument(
+        "--users",
+        type=int,
+        default=0,
+        help="also measure requests that name one of this many users (five preferences each)",
+    )
+    parser.add_argument(
+        "--urls",
+        action="append",
+        metavar="URL[,URL...]",
+        help="measure servers already running, requests round-robin over these base URLs"
+        " (no server of the bench's own); again to compare another set",
+    )
+    args = parser.parse_args()
+    django_setup()
+    if args.urls:
+        measure_served(args)
+    else:
+        own_servers(args)
 
 
 if __name__ == "__main__":

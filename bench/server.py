@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# DEBUG is off in the benchmarks' servers, which then want a long secret key.
+SECRET_KEY = "benchmark-only-secret-key-0123456789abcdefghijklmnop"
 PG_LOG = os.environ.get("PG_LOG", "")
 
 
@@ -104,7 +106,7 @@ def start_gunicorn(*, port: int, workers: int, **env: str) -> Server:
         env={
             **os.environ,
             "DEBUG": "false",
-            "SECRET_KEY": "benchmark-only-secret-key-0123456789abcdefghijklmnop",
+            "SECRET_KEY": SECRET_KEY,
             "ALLOWED_HOSTS": "127.0.0.1",
             # Plain HTTP on loopback: in production a TLS proxy sits in front.
             "SECURE_SSL_REDIRECT": "false",
