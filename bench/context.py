@@ -389,7 +389,8 @@ def load(
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - started
-    cuts = statistics.quantiles(latencies, n=100)
+    # A warm-up on a slow machine may see a single answer: quantiles need two.
+    cuts = statistics.quantiles(latencies * 2 if len(latencies) == 1 else latencies, n=100)
     result = {
         "requests": len(latencies),
         "errors": errors,
