@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from django.db import close_old_connections, connection
+from opentelemetry import context as trace_context
 
 from assembly.candidates import (
     Cancelled,
@@ -180,9 +181,14 @@ def close_helper_connections() -> None:
         future.result()
 
 
-def _fetch_on_helper(source: str, **kwargs: Any) -> SourceResult:
+def _fetch_on_helper(source: str, traced: trace_context.Context, **kwargs: Any) -> SourceResult:
     close_old_connections()  # this thread's connection: renewed when too old or broken
-    return fetch(source, **kwargs)
+    # The request's trace goes on here (its statements are in it, not traces of their own).
+    token = trace_context.attach(traced)
+    try:
+        return fetch(source, **kwargs)
+    finally:
+        trace_context.detach(token)
 
 
 def fetch_all(
@@ -218,6 +224,7 @@ def fetch_all(
         source: _helpers.submit(
             _fetch_on_helper,
             source,
+            trace_context.get_current(),
             timeout_ms=max(1, remaining()),
             left_out=left_out.get(source, 0),
             **kwargs,
