@@ -17,7 +17,6 @@ import pytest
 import redis
 from django.core.exceptions import ImproperlyConfigured
 
-from config.celery import app
 from memories import services
 from memories.services import uses
 from ops import telemetry
@@ -201,8 +200,21 @@ def test_a_worker_traces_its_task_with_its_redis_commands_and_statements(
             },
         )  # fmt: skip
         try:
-            with app.connection_for_write(BROKER) as broker:
-                app.send_task("policies.flush_memory_uses", queue=queue, connection=broker)
+            # Sent by a traced process of the service, inside a span of its own.
+            sent = subprocess.run(
+                [sys.executable, "-c", _SEND % {"broker": BROKER, "queue": queue}],
+                cwd=ROOT,
+                env={
+                    **os.environ,
+                    **UNSET,
+                    "DATABASE_URL": database_url(),
+                    "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+                },
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert sent.returncode == 0, sent.stderr
             _wait_for(
                 spans,
                 lambda got: (
@@ -217,12 +229,32 @@ def test_a_worker_traces_its_task_with_its_redis_commands_and_statements(
 
     (task,) = _named(spans, "run/policies.flush_memory_uses")
     assert task["kind"] == "CONSUMER"
+    # The run continues the trace of the process that sent it.
+    (sender,) = _named(spans, "test.sender")
+    (published,) = _named(spans, "apply_async/policies.flush_memory_uses")
+    assert published["kind"] == "PRODUCER"
+    assert published["parent_id"] == sender["span_id"]
+    assert (task["trace_id"], task["parent_id"]) == (sender["trace_id"], published["span_id"])
     assert task["resource"]["service.name"] == "memory-layer"
     inside = [s for s in spans if s["trace_id"] == task["trace_id"] and s is not task]
     assert any(s["attributes"].get("db.system") == "redis" for s in inside), inside
     assert any("access_count" in _statement(s) for s in inside)
     memory.refresh_from_db()
     assert memory.access_count == 1
+
+
+_SEND = """
+import os
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+from ops import telemetry
+assert telemetry.configure()
+from opentelemetry import trace
+from config.celery import app
+with trace.get_tracer("tests").start_as_current_span("test.sender"):
+    with app.connection_for_write("%(broker)s") as broker:
+        app.send_task("policies.flush_memory_uses", queue="%(queue)s", connection=broker)
+telemetry.shutdown()
+"""
 
 
 def _require_redis() -> None:
