@@ -12,6 +12,7 @@ from api.auth import actor_for, api_key_of
 from memories import replicas, roles, selectors
 from memories.models import Memory, Project, Role, Scope
 from memories.text import is_whole_number
+from ops import telemetry
 
 PROJECT_NOT_FOUND = "No project {ref!r} here (or your key belongs to another project)."
 
@@ -31,6 +32,7 @@ def project_or_404(request: Request, ref: str) -> Project:
         # Authentication loaded the key's project (and its policy): no second query.
         own = api_key.project
         if ref == own.slug or (is_whole_number(ref) and len(ref) <= 18 and int(ref) == own.pk):
+            telemetry.record_project(own)
             return own
         raise NotFound(PROJECT_NOT_FOUND.format(ref=ref))
     projects = projects_for(request)
@@ -41,6 +43,7 @@ def project_or_404(request: Request, ref: str) -> Project:
     if project is None:
         raise NotFound(PROJECT_NOT_FOUND.format(ref=ref))
     replicas.note_project(project.pk)
+    telemetry.record_project(project)
     return project
 
 

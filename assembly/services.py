@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
+from opentelemetry import trace
 
 from assembly import cache
 from assembly import preferences as user_preferences
@@ -43,6 +44,12 @@ from memories.tokens import count_tokens
 
 EXCLUDED_SHOWN = 20
 
+# The context path's spans (docs/operations.md, "Traces"): context.assemble (or, for a
+# repeat the cache answers before validation, context.replay) over context.candidates,
+# context.rank, context.pack and context.render. Only OpenTelemetry's API here: whether they
+# are recorded, and where they go, is ops.telemetry's; untraced, they cost a no-op each.
+_tracer = trace.get_tracer(__name__)
+
 
 # Warnings of an answer that lacks a part: never kept in the cache.
 DEGRADED = frozenset({"SOURCE_TIMEOUT", "SEMANTIC_UNAVAILABLE"})
@@ -67,6 +74,31 @@ def context_assemble(
     ``identity`` names the request in the cache instead of its digest, for a caller that can
     name a repeat before validating it (see context_replay); ``encode`` gives the answer as
     that caller sends it, kept with it in the cache for context_replay to send as it is."""
+    with _tracer.start_as_current_span("context.assemble") as span:
+        if span.is_recording():
+            span.set_attributes(_project_attributes(project))
+        result = _assemble_or_reuse(
+            project=project,
+            request=request,
+            defer=defer,
+            identity=identity,
+            record=record,
+            encode=encode,
+        )
+        if span.is_recording():
+            span.set_attributes(_answer_attributes(result))
+        return result
+
+
+def _assemble_or_reuse(
+    *,
+    project: Project,
+    request: ContextRequest,
+    defer: Callable[[Callable[[], None]], None] | None,
+    identity: str | None,
+    record: bool,
+    encode: Callable[[Context], bytes] | None,
+) -> Context:
     started = time.perf_counter()
     pool, limit = validate_request(project, request)
     write_scope = clean_write_scope(list(request.write_scope))
@@ -123,19 +155,42 @@ def context_replay(
     context_assemble records it; None when the cache has no current answer."""
     if settings.ASSEMBLY_CACHE_SECONDS <= 0:
         return None
-    started = time.perf_counter()
-    answer = cache.get(project.pk, identity_digest(identity, project.policy)).answer
-    if answer is None or answer.body is None:
-        return None  # context_assemble follows, and counts the miss
-    CACHE_REQUESTS.labels("hit").inc()
-    run = None
-    if run_id is not None:
-        run = _run(project, run_id)
-        if run is None:  # removed since: the full path says so
-            return None
-    _record(answer.given, answer.prompt_hash, run, defer, answer.request)
-    ASSEMBLY_SECONDS.labels("hit").observe(time.perf_counter() - started)
-    return answer.body, _elapsed_ms(started)
+    with _tracer.start_as_current_span("context.replay") as span:
+        if span.is_recording():
+            span.set_attributes({**_project_attributes(project), "context.cache_hit": False})
+        started = time.perf_counter()
+        answer = cache.get(project.pk, identity_digest(identity, project.policy)).answer
+        if answer is None or answer.body is None:
+            return None  # context_assemble follows, and counts the miss
+        CACHE_REQUESTS.labels("hit").inc()
+        run = None
+        if run_id is not None:
+            run = _run(project, run_id)
+            if run is None:  # removed since: the full path says so
+                return None
+        _record(answer.given, answer.prompt_hash, run, defer, answer.request)
+        ASSEMBLY_SECONDS.labels("hit").observe(time.perf_counter() - started)
+        if span.is_recording():
+            span.set_attributes(
+                {"context.cache_hit": True, "context.items_chosen": len(answer.given)}
+            )
+        return answer.body, _elapsed_ms(started)
+
+
+def _project_attributes(project: Project) -> dict[str, Any]:
+    return {"memory.project": project.slug, "memory.project_id": project.pk}
+
+
+def _answer_attributes(result: Context) -> dict[str, Any]:
+    """What a span of an assembly says of its answer (a cached one too)."""
+    meta = result.metadata
+    return {
+        "context.token_budget": meta.budget,
+        "context.tokens_used": meta.total_tokens,
+        "context.candidates": sum(c.candidates for c in meta.source_coverage.values()),
+        "context.items_chosen": len(result.items),
+        "context.cache_hit": meta.cache_hit,
+    }
 
 
 def _elapsed_ms(started: float) -> float:
@@ -225,124 +280,140 @@ def _assemble(
     )
     policy = project.policy
     weights = weights_in_force(policy)
-    # The task's meaning, embedded once for all sources (None with semantic ranking off); a
-    # remote model may take at most half the time budget.
-    task = " ".join([request.intent, *request.entities]).strip()
-    meaning = embeddings.query_vector(task, timeout=time_budget / 2000)
-    asked = [source for source in SOURCES if source in request.sources]
-    results = fetch_all(
-        asked,
-        deadline=started + time_budget / 1000,
-        project=project,
-        run=run,
-        write_scope=write_scope,
-        intent=request.intent,
-        entities=request.entities,
-        limit=limit,
-        now=now,
-        meaning=meaning,
-        left_out={"project": EXCLUDED_SHOWN},
-        weights=weights,
-        versions=versions,
-    )
-    ranked = rank([c for r in results for c in r.candidates], weights)
-    pairs = [OpenPair(*row) for row in queries.open_pairs_among([s.candidate.id for s in ranked])]
-    settled = settle(ranked, pairs, flag=policy.conflict_mode == "flag")
-
-    fetched = time.perf_counter()
-    offers = user_preferences.offered(project.pk, request.user_id) if request.user_id else []
-    fetched_ms = (time.perf_counter() - fetched) * 1000
-    fitted = user_preferences.fit(
-        offers,
-        settled.ranked,
-        budget=pool,
-        share=policy.share_preferences,
-        encoding=request.encoding,
-        prompt=request.prompt if request.format == "prompt" else None,
-        limit=limit,
-        lod=request.lod,
-        shares=shares_for(project, request),
-        similar=policy.similar_threshold,
-        ids=request.ids,
-    )
-    packed = fitted.packed
-    warnings = []
-    if request.format == "prompt" and not packed.text:
-        needed = count_tokens(render_prompt(request.prompt, ""), request.encoding)
-        warnings.append(
-            ContextWarning(
-                "BUDGET_EXCEEDED",
-                f"The prompt's own sections need {needed} tokens; "
-                f"the budget is {pool}. Nothing was returned.",
-            )
+    with _tracer.start_as_current_span("context.candidates") as span:
+        # The task's meaning, embedded once for all sources (None with semantic ranking off); a
+        # remote model may take at most half the time budget.
+        task = " ".join([request.intent, *request.entities]).strip()
+        meaning = embeddings.query_vector(task, timeout=time_budget / 2000)
+        asked = [source for source in SOURCES if source in request.sources]
+        results = fetch_all(
+            asked,
+            deadline=started + time_budget / 1000,
+            project=project,
+            run=run,
+            write_scope=write_scope,
+            intent=request.intent,
+            entities=request.entities,
+            limit=limit,
+            now=now,
+            meaning=meaning,
+            left_out={"project": EXCLUDED_SHOWN},
+            weights=weights,
+            versions=versions,
         )
-    elif ranked and not packed.chosen:
-        warnings.append(ContextWarning("BUDGET_EXCEEDED", "Not even one memory fits."))
-    for r in results:
-        if r.timed_out:
-            warnings.append(
-                ContextWarning("SOURCE_TIMEOUT", f"The {r.source} source was too slow.")
-            )
-    given = [c.scored.candidate.id for c in packed.chosen]
-    coherent = coherence(given, settled.conflicts)
-    COHERENCE.observe(coherent)
-    warnings += _conflict_warnings(settled, given)
-    if meaning is None and task and embeddings.configured() is not None:
-        warnings.append(
-            ContextWarning(
-                "SEMANTIC_UNAVAILABLE",
-                "The embedding model did not answer in time; ranked without meaning.",
-            )
-        )
-    coverage = _coverage(results, packed)
-    if request.user_id:
-        coverage["preferences"] = Coverage(
-            candidates=len(offers),
-            chosen=len(fitted.given),
-            tokens=fitted.tokens,
-            allocated=fitted.ceiling,
-            latency_ms=round(fetched_ms, 2),
-            timed_out=False,
-        )
-    return Context(
-        text=packed.text,
-        items=_items(packed),
-        preferences=fitted.explained,
-        dropped=[
-            Dropped(
-                c.candidate.id,
-                c.candidate.source,
-                why,
-                packed.similar_to.get(c.candidate.id),
-                score=c.score,
-            )
-            for c, why in packed.dropped
+        candidates = [c for r in results for c in r.candidates]
+        span.set_attribute("context.candidates", len(candidates))
+    with _tracer.start_as_current_span("context.rank") as span:
+        ranked = rank(candidates, weights)
+        pairs = [
+            OpenPair(*row) for row in queries.open_pairs_among([s.candidate.id for s in ranked])
         ]
-        + [
-            Dropped(
-                s.candidate.id,
-                s.candidate.source,
-                why,
-                repeats=kept if why == "similar" else None,
-                conflicts_with=kept if why == "conflict" else None,
-                score=s.score,
-            )
-            for s, why, kept in settled.dropped
-        ]
-        + [_excluded(row) for r in results for row in r.left_out]
-        + [Dropped(None, r.source, "source_timeout") for r in results if r.timed_out],
-        metadata=Metadata(
-            total_tokens=packed.total_tokens,
+        settled = settle(ranked, pairs, flag=policy.conflict_mode == "flag")
+        span.set_attribute("context.ranked", len(settled.ranked))
+    with _tracer.start_as_current_span("context.pack") as span:
+        fetched = time.perf_counter()
+        offers = user_preferences.offered(project.pk, request.user_id) if request.user_id else []
+        fetched_ms = (time.perf_counter() - fetched) * 1000
+        fitted = user_preferences.fit(
+            offers,
+            settled.ranked,
             budget=pool,
+            share=policy.share_preferences,
             encoding=request.encoding,
+            prompt=request.prompt if request.format == "prompt" else None,
+            limit=limit,
             lod=request.lod,
-            prompt_hash=hashlib.sha256(packed.text.encode()).hexdigest(),
-            quality_achieved=_quality(packed, ranked, limit),
-            source_coverage=coverage,
-            warnings=warnings,
-            coherence=coherent,
-        ),
-    )
+            shares=shares_for(project, request),
+            similar=policy.similar_threshold,
+            ids=request.ids,
+        )
+        packed = fitted.packed
+        if span.is_recording():
+            span.set_attributes(
+                {
+                    "context.token_budget": pool,
+                    "context.tokens_used": packed.total_tokens,
+                    "context.items_chosen": len(packed.chosen),
+                }
+            )
+    with _tracer.start_as_current_span("context.render"):
+        warnings = []
+        if request.format == "prompt" and not packed.text:
+            needed = count_tokens(render_prompt(request.prompt, ""), request.encoding)
+            warnings.append(
+                ContextWarning(
+                    "BUDGET_EXCEEDED",
+                    f"The prompt's own sections need {needed} tokens; "
+                    f"the budget is {pool}. Nothing was returned.",
+                )
+            )
+        elif ranked and not packed.chosen:
+            warnings.append(ContextWarning("BUDGET_EXCEEDED", "Not even one memory fits."))
+        for r in results:
+            if r.timed_out:
+                warnings.append(
+                    ContextWarning("SOURCE_TIMEOUT", f"The {r.source} source was too slow.")
+                )
+        given = [c.scored.candidate.id for c in packed.chosen]
+        coherent = coherence(given, settled.conflicts)
+        COHERENCE.observe(coherent)
+        warnings += _conflict_warnings(settled, given)
+        if meaning is None and task and embeddings.configured() is not None:
+            warnings.append(
+                ContextWarning(
+                    "SEMANTIC_UNAVAILABLE",
+                    "The embedding model did not answer in time; ranked without meaning.",
+                )
+            )
+        coverage = _coverage(results, packed)
+        if request.user_id:
+            coverage["preferences"] = Coverage(
+                candidates=len(offers),
+                chosen=len(fitted.given),
+                tokens=fitted.tokens,
+                allocated=fitted.ceiling,
+                latency_ms=round(fetched_ms, 2),
+                timed_out=False,
+            )
+        return Context(
+            text=packed.text,
+            items=_items(packed),
+            preferences=fitted.explained,
+            dropped=[
+                Dropped(
+                    c.candidate.id,
+                    c.candidate.source,
+                    why,
+                    packed.similar_to.get(c.candidate.id),
+                    score=c.score,
+                )
+                for c, why in packed.dropped
+            ]
+            + [
+                Dropped(
+                    s.candidate.id,
+                    s.candidate.source,
+                    why,
+                    repeats=kept if why == "similar" else None,
+                    conflicts_with=kept if why == "conflict" else None,
+                    score=s.score,
+                )
+                for s, why, kept in settled.dropped
+            ]
+            + [_excluded(row) for r in results for row in r.left_out]
+            + [Dropped(None, r.source, "source_timeout") for r in results if r.timed_out],
+            metadata=Metadata(
+                total_tokens=packed.total_tokens,
+                budget=pool,
+                encoding=request.encoding,
+                lod=request.lod,
+                prompt_hash=hashlib.sha256(packed.text.encode()).hexdigest(),
+                quality_achieved=_quality(packed, ranked, limit),
+                source_coverage=coverage,
+                warnings=warnings,
+                coherence=coherent,
+            ),
+        )
 
 
 def _conflict_warnings(settled: Settled, given: Sequence[int]) -> list[ContextWarning]:

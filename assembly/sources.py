@@ -218,7 +218,8 @@ def fetch_all(
         return [ask(source) for source in sources]
     later = {
         source: _helpers.submit(
-            # In this request's context: its reads go where the request's do (a replica).
+            # In this request's context: its reads go where the request's do (a replica),
+            # and its statements are in the request's trace, not traces of their own.
             contextvars.copy_context().run,
             partial(
                 _fetch_on_helper,

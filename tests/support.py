@@ -3,6 +3,7 @@ Celery worker) and the endpoints it calls."""
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import http.server
 import json
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -77,6 +79,75 @@ def json_endpoint(
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def otlp_collector() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A real local OTLP/HTTP endpoint, as a collector's port 4318 answers: each POST to
+    ``/v1/traces`` is decoded as OpenTelemetry's ``ExportTraceServiceRequest`` and each of its
+    spans kept as a dict (``name``, ``kind`` as ``SERVER``, ``CLIENT`` ..., ``trace_id``,
+    ``span_id`` and ``parent_id`` in hex, ``attributes``, the ``resource``'s attributes).
+    Yields its base URL (for ``OTEL_EXPORTER_OTLP_ENDPOINT``) and the list of spans."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+        ExportTraceServiceResponse,
+    )
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    spans: list[dict[str, Any]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            if self.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
+            if self.path != "/v1/traces":
+                self.send_error(404)
+                return
+            export = ExportTraceServiceRequest.FromString(body)
+            for batch in export.resource_spans:
+                resource = {a.key: _any_value(a.value) for a in batch.resource.attributes}
+                for scoped in batch.scope_spans:
+                    spans.extend(
+                        {
+                            "name": span.name,
+                            "kind": Span.SpanKind.Name(span.kind).removeprefix("SPAN_KIND_"),
+                            "trace_id": span.trace_id.hex(),
+                            "span_id": span.span_id.hex(),
+                            "parent_id": span.parent_span_id.hex(),
+                            "scope": scoped.scope.name,
+                            "attributes": {a.key: _any_value(a.value) for a in span.attributes},
+                            "resource": resource,
+                        }
+                        for span in scoped.spans
+                    )
+            answer = ExportTraceServiceResponse().SerializeToString()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", spans
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _any_value(value: Any) -> Any:
+    """An OTLP attribute value as plain Python."""
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        return [_any_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: _any_value(kv.value) for kv in value.kvlist_value.values}
+    return getattr(value, kind) if kind else None
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404
 from memories import replicas, roles, selectors
 from memories.actors import Actor
 from memories.models import Memory, Project, ReviewStatus, Role, Scope
+from ops import telemetry
 from review.views.parts import HtmxHttpRequest
 
 
@@ -34,6 +35,7 @@ def visible_project(request: HtmxHttpRequest, slug: str, queryset: Any = None) -
         queryset if queryset is not None else Project.objects.all(), slug=slug
     )
     may_see(request, project.pk)
+    telemetry.record_project(project)
     return project
 
 
