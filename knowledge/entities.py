@@ -52,10 +52,10 @@ _MENTIONS = f"""gone AS (
         SELECT 1 FROM said s WHERE s.memory_id = x.memory_id AND s.entity_id = x.entity_id
     )
 ), kept AS (
-    INSERT INTO {MENTIONS} (memory_id, entity_id, imports)
-    SELECT memory_id, entity_id, coalesce(imports, '{{}}') FROM said
+    INSERT INTO {MENTIONS} (memory_id, entity_id, project_id, imports)
+    SELECT memory_id, entity_id, project_id, coalesce(imports, '{{}}') FROM said
     ORDER BY memory_id, entity_id
-    ON CONFLICT (memory_id, entity_id) DO UPDATE SET imports = EXCLUDED.imports
+    ON CONFLICT (memory_id, entity_id, project_id) DO UPDATE SET imports = EXCLUDED.imports
     WHERE {MENTIONS}.imports IS DISTINCT FROM EXCLUDED.imports
 )
 SELECT count(*) FROM said"""
@@ -74,7 +74,7 @@ WITH new AS (
     ON CONFLICT (key, project_id) DO NOTHING
     RETURNING id, key, project_id
 ), said AS (
-    SELECT i.memory_id, e.id AS entity_id,
+    SELECT i.memory_id, e.id AS entity_id, i.project_id,
         string_to_array(nullif(i.imports, ''), %(sep)s) AS imports
     FROM {_INPUT}
     JOIN (
@@ -87,7 +87,7 @@ WITH new AS (
 # Again, when a concurrent writer's new entity was not seen: every entity exists now.
 _REPLACE = f"""
 WITH said AS (
-    SELECT i.memory_id, e.id AS entity_id,
+    SELECT i.memory_id, e.id AS entity_id, i.project_id,
         string_to_array(nullif(i.imports, ''), %(sep)s) AS imports
     FROM {_INPUT}
     JOIN {ENTITIES} e ON e.key = i.key AND e.project_id IS NOT DISTINCT FROM i.project_id

@@ -54,8 +54,16 @@ class MemoryEmbedding(models.Model):
     memory says something else, or another model is configured, it is stale and no query
     uses it until it is computed again (knowledge.embeddings)."""
 
+    # Checked with the project: (project_id, memory_id) references the memory's
+    # (project_id, id) (knowledge 0005). A global memory's row (project NULL) is not checked
+    # (MATCH SIMPLE), as it will not be once global memories live in a reference table of
+    # their own (docs/scaling.md).
     memory = models.OneToOneField(
-        Memory, on_delete=models.CASCADE, primary_key=True, related_name="embedding"
+        Memory,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="embedding",
+        db_constraint=False,
     )
     # The memory's project (None for a global memory): lets an index find a project's
     # nearest memories without reading the memories table.
@@ -134,7 +142,13 @@ class MemoryPair(models.Model):
         db_table = "memory_pairs"
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["first", "second"], name="memory_pair_unique"),
+            # The project is the pair's memories' (NULL for two global ones, and NULLs equal
+            # here): with it, the same pairs are unique as before.
+            models.UniqueConstraint(
+                fields=["first", "second", "project"],
+                name="memory_pair_unique",
+                nulls_distinct=False,
+            ),
             models.CheckConstraint(condition=Q(first__lt=F("second")), name="memory_pair_order"),
             models.CheckConstraint(condition=in_choices("kind", PairKind), name="pair_kind_valid"),
             models.CheckConstraint(
@@ -226,6 +240,8 @@ class Entity(models.Model):
             ),
             models.CheckConstraint(condition=in_choices("kind", EntityKind), name="entity_kind"),
             models.CheckConstraint(condition=~Q(key=""), name="entity_key_not_empty"),
+            # What links name an entity by, with the project (docs/scaling.md).
+            models.UniqueConstraint(fields=["project", "id"], name="entity_project_id_unique"),
         ]
         indexes = [
             # A project's entities in name order, and a prefix search (C collation).
@@ -242,6 +258,9 @@ class EntityMention(models.Model):
     inactive (its mentions count again if it comes back), but only active memories count in
     a graph. ``imports``: the keys of entities this memory says this one imports."""
 
+    # The memory's project (None for a global memory's), copied here by the write that
+    # reads its entities: the column a project's rows are distributed by (docs/scaling.md).
+    project_id = models.BigIntegerField(null=True, blank=True)
     # No database constraint on the memory (as for pairs): the write that reads a memory's
     # entities does not lock it again at commit; Django cascades a deletion.
     memory = models.ForeignKey(
@@ -261,7 +280,12 @@ class EntityMention(models.Model):
     class Meta:
         db_table = "knowledge_entity_mentions"
         constraints = [
-            models.UniqueConstraint(fields=["memory", "entity"], name="mention_unique"),
+            # The project is the memory's (NULLs equal here): the same rows are unique.
+            models.UniqueConstraint(
+                fields=["memory", "entity", "project_id"],
+                name="mention_unique",
+                nulls_distinct=False,
+            ),
         ]
         indexes = [
             # An entity's memories, and the memories two entities share.
@@ -280,10 +304,15 @@ class EntityLink(models.Model):
     project = models.ForeignKey(
         Project, null=True, blank=True, on_delete=models.CASCADE, related_name="entity_links"
     )
+    # Both checked with the project: (project_id, first_id) and (project_id, second_id)
+    # against the entity's (project_id, id) (knowledge 0005); a link of global entities
+    # (project NULL) is not checked (MATCH SIMPLE).
     first = models.ForeignKey(
-        Entity, on_delete=models.CASCADE, related_name="+", db_index=False
+        Entity, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
     )  # entity_link_unique starts with it
-    second = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="+", db_index=False)
+    second = models.ForeignKey(
+        Entity, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
     type = models.CharField(max_length=16, choices=LinkType, default=LinkType.MENTIONS)
     removed = models.BooleanField(default=False)
     created_by = models.ForeignKey(
@@ -301,7 +330,12 @@ class EntityLink(models.Model):
     class Meta:
         db_table = "knowledge_entity_links"
         constraints = [
-            models.UniqueConstraint(fields=["first", "second"], name="entity_link_unique"),
+            # The project is its entities' (NULLs equal here): the same links are unique.
+            models.UniqueConstraint(
+                fields=["first", "second", "project"],
+                name="entity_link_unique",
+                nulls_distinct=False,
+            ),
             models.CheckConstraint(condition=Q(first__lt=F("second")), name="entity_link_order"),
             models.CheckConstraint(condition=in_choices("type", LinkType), name="entity_link_type"),
         ]

@@ -10,8 +10,8 @@ counts, the policy jobs) follows this order:
    by such a lock would lock its rows in whatever order its plan reads them (on a small
    table, the order they lie on disk), so set-based writers lock first, in id order, or
    skip what another holds (``SKIP LOCKED``: it never waits, so it never closes a cycle).
-   ``NO KEY`` matters: a foreign-key check of a row that points at a memory (a run's given
-   memories, an embedding) locks it ``FOR KEY SHARE``, which ``FOR UPDATE`` waits for and
+   ``NO KEY`` matters: a foreign-key check of a row that points at a memory (an embedding,
+   a merge survivor) locks it ``FOR KEY SHARE``, which ``FOR UPDATE`` waits for and
    ``FOR NO KEY UPDATE`` does not. Only a DELETE needs ``FOR UPDATE`` (memories_delete, in
    id order too).
 2. **Then the run** (``FOR NO KEY UPDATE``): a run's outcome locks the memories it was

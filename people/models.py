@@ -82,10 +82,13 @@ class Preference(models.Model):
                 name="preference_one_per_key",
             ),
             # For every project: one in force and one proposal at most per user and key.
+            # (With the project, NULL and equal in every row it holds: the move puts these rows
+            # in a reference table of their own, docs/scaling.md.)
             models.UniqueConstraint(
-                fields=["user_ref", "key", "status"],
+                fields=["user_ref", "key", "status", "project"],
                 condition=Q(project__isnull=True) & ~Q(status=PreferenceStatus.REJECTED),
                 name="preference_global_one_per_key",
+                nulls_distinct=False,
             ),
             models.CheckConstraint(
                 condition=in_choices("status", PreferenceStatus)
@@ -194,8 +197,14 @@ class Role(models.TextChoices):
 class Message(models.Model):
     """One message of a conversation, at its place in it."""
 
+    # Checked with the project: (project_id, conversation_id) against the conversation's
+    # (project_id, id) (people 0002).
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="messages", db_index=False
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="messages",
+        db_index=False,
+        db_constraint=False,
     )
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
     position = models.PositiveIntegerField()
@@ -214,8 +223,9 @@ class Message(models.Model):
 
     class Meta:
         constraints = [
+            # The project is the conversation's: the same rows are unique.
             models.UniqueConstraint(
-                fields=["conversation", "position"], name="message_one_per_position"
+                fields=["conversation", "position", "project"], name="message_one_per_position"
             ),
             models.CheckConstraint(condition=in_choices("role", Role), name="message_role_valid"),
             models.CheckConstraint(

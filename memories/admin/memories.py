@@ -157,7 +157,7 @@ class MemoryAdmin(ByProjectRole):
     list_per_page = 50
     paginator = EstimatedCountPaginator
     show_full_result_count = False
-    # Newest first by id, through the primary key (every project) or memory_project_id_idx
+    # Newest first by id, through the primary key (every project) or memory_project_id_unique
     # (one project); no other column has an index in the order of a whole list, so no other
     # header sorts.
     ordering = ["-id"]

@@ -66,9 +66,17 @@ class BulkEdit(models.Model):
     )
     actor_label = models.CharField(max_length=200)
     status = models.CharField(max_length=16, choices=BulkStatus, default=BulkStatus.QUEUED)
-    # The job an undo takes back: one undo per job, ever.
-    undo_of = models.OneToOneField(
-        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="undone_by"
+    # The job an undo takes back: one undo per job, ever (bulk_edit_undone_once). Checked
+    # with the project, (project_id, undo_of_id) against (project_id, id) (memories 0029):
+    # an undo is its job's project's.
+    undo_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="undone_by",
+        db_index=False,  # bulk_edit_undone_once starts with it
+        db_constraint=False,
     )
     total = models.PositiveIntegerField(default=0)
     # Memories dealt with (changed, already so, or gone since) and memories that failed.
@@ -94,6 +102,16 @@ class BulkEdit(models.Model):
                 | (~Q(action=BulkAction.UNDO) & Q(undo_of__isnull=True)),
                 name="bulk_edit_undo_names_its_job",
             ),
+            # With the project (an undo's is its job's, so nothing more is allowed), and
+            # NULL projects equal: a job of no project is undone once too.
+            models.UniqueConstraint(
+                fields=["undo_of", "project"],
+                condition=Q(undo_of__isnull=False),
+                name="bulk_edit_undone_once",
+                nulls_distinct=False,
+            ),
+            # What its items name it by, with the project (docs/scaling.md).
+            models.UniqueConstraint(fields=["project", "id"], name="bulk_edit_project_id_unique"),
         ]
 
     def __str__(self) -> str:
@@ -118,9 +136,18 @@ class BulkEdit(models.Model):
 class BulkEditItem(models.Model):
     """A memory a bulk edit covers (snapshotted when it started), and what became of it."""
 
-    # Found through the unique (job, memory_id) index.
+    # The job's project, copied here when the job's memories are snapshotted (None for a
+    # job of no project: global memories, or several projects'): the job is checked with it,
+    # (project_id, job_id) against the job's (project_id, id) (memories 0029), and it is the
+    # column a project's rows are distributed by (docs/scaling.md).
+    project_id = models.BigIntegerField(null=True, blank=True)
+    # Found through the unique (job, memory_id, project_id) index.
     job = models.ForeignKey(
-        BulkEdit, on_delete=models.CASCADE, related_name="items", db_index=False
+        BulkEdit,
+        on_delete=models.CASCADE,
+        related_name="items",
+        db_index=False,
+        db_constraint=False,
     )
     # Plain ids: a memory deleted since keeps its item (and its history row its history).
     memory_id = models.BigIntegerField()
@@ -131,7 +158,12 @@ class BulkEditItem(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["job", "memory_id"], name="bulk_item_once_per_job"),
+            # The project adds nothing (it is the job's), NULLs equal: the same rows are unique.
+            models.UniqueConstraint(
+                fields=["job", "memory_id", "project_id"],
+                name="bulk_item_once_per_job",
+                nulls_distinct=False,
+            ),
             models.CheckConstraint(
                 condition=in_choices("state", ItemState), name="bulk_item_state_valid"
             ),

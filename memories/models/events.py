@@ -66,6 +66,8 @@ class MemoryEvent(models.Model):
         db_index=False,
     )
     actor_label = models.CharField(max_length=200)
+    # Checked with the project: (project_id, run_id) against the run's (project_id, id)
+    # (memories 0029). A global memory's row (project NULL) is not checked (MATCH SIMPLE).
     run = models.ForeignKey(
         Run,
         null=True,
@@ -73,6 +75,7 @@ class MemoryEvent(models.Model):
         on_delete=models.SET_NULL,
         related_name="memory_events",
         db_index=False,
+        db_constraint=False,
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -57,6 +57,9 @@ class Memory(models.Model):
     content = models.TextField()
     summary = models.TextField(blank=True)
     source = models.CharField(max_length=16, choices=Source)
+    # Checked by the database with the project: (project_id, source_run_id) references the
+    # run's (project_id, id) (memories 0029; memories.sharding): a run of another project is
+    # refused. Global memories have no run.
     source_run = models.ForeignKey(
         Run,
         null=True,
@@ -64,6 +67,7 @@ class Memory(models.Model):
         on_delete=models.SET_NULL,
         related_name="written_memories",
         db_index=False,
+        db_constraint=False,
     )
     tags = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     # Anchored regexes of the tags (memories.tags), kept by the services beside the tags.
@@ -94,6 +98,10 @@ class Memory(models.Model):
     # Lifecycle bookkeeping (policies/): the last decay step; when the content was
     # compressed; archived (evicted, merged or cleared: tier frozen, inactive, restorable);
     # the memory a merge folded this one into; flagged stale by a code change (and its ref).
+    # The merge survivor is checked with the project, (project_id, merged_into_id) against
+    # (project_id, id): one of the same project. A global memory (project NULL) merged into a
+    # project's new one is not checked (MATCH SIMPLE), as a global memory will not be once it
+    # lives in a reference table (docs/scaling.md).
     decayed_at = models.DateTimeField(null=True, blank=True, editable=False)
     compressed_at = models.DateTimeField(null=True, blank=True, editable=False)
     archived_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -105,8 +113,12 @@ class Memory(models.Model):
         related_name="merged",
         editable=False,
         db_index=False,
+        db_constraint=False,
     )
-    # Superseded: replaced by another memory (archived, restorable), when and by whom.
+    # Superseded: replaced by another memory (archived, restorable), when and by whom. A
+    # project's memory may be superseded by a global one, which the move puts in a reference
+    # table of its own (docs/scaling.md): no one key can name both, so the database holds no
+    # constraint here (as for pairs and history); Django sets it to NULL when that one goes.
     superseded_by = models.ForeignKey(
         "self",
         null=True,
@@ -115,6 +127,7 @@ class Memory(models.Model):
         related_name="supersedes",
         editable=False,
         db_index=False,
+        db_constraint=False,
     )
     # The runs it was given to (``run.memories`` the other way), with rank and score.
     runs: models.ManyToManyField[Run, RunMemory] = models.ManyToManyField(
@@ -209,6 +222,13 @@ class Memory(models.Model):
                 | (Q(archived_at__isnull=False) & Q(superseded_at__isnull=False)),
                 name="memory_superseded_is_archived",
             ),
+            # What a project's rows name a memory by (project_id, id), so that a key of
+            # another project's memory is refused (docs/scaling.md). Also the admin's list of
+            # one project's memories, newest first (WHERE project_id = %s ORDER BY id DESC
+            # LIMIT 50 OFFSET %s): an index-only walk at any page; it also counts a project's
+            # memories and finds them when it is deleted. It holds every memory, active or
+            # not, as the admin shows them all.
+            models.UniqueConstraint(fields=["project", "id"], name="memory_project_id_unique"),
         ]
         indexes = [
             # Selection at run start: a project's active memories, best first.
@@ -322,11 +342,6 @@ class Memory(models.Model):
                 condition=Q(archived_at__isnull=False),
                 name="memory_archived_idx",
             ),
-            # The admin's list of one project's memories, newest first
-            # (WHERE project_id = %s ORDER BY id DESC LIMIT 50 OFFSET %s): an index-only walk
-            # at any page; it also counts a project's memories and finds them when it is
-            # deleted. It holds every memory, active or not, as the admin shows them all.
-            models.Index(fields=["project", "id"], name="memory_project_id_idx"),
             # The API's tag and text filters, on active memories (their default). A memory
             # that expires, is evicted or merged leaves these indexes instead of adding its
             # tags and words again: half the cost of an expiry batch.
@@ -353,8 +368,19 @@ class Memory(models.Model):
 class RunMemory(models.Model):
     """A memory a run was given at its start, with its rank and score."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="given")
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="given_to")
+    # The run's project, copied here by run_give_memories: the run is checked with it,
+    # (project_id, run_id) against the run's (project_id, id) (memories 0029), and it is the
+    # column a project's rows are distributed by (docs/scaling.md).
+    project_id = models.BigIntegerField()
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="given", db_constraint=False
+    )
+    # A run is given global memories too, which the move puts in a reference table of their
+    # own: no one key can name both, so the database holds no constraint on the memory (as
+    # for pairs and history); Django deletes these rows with their memory.
+    memory = models.ForeignKey(
+        Memory, on_delete=models.CASCADE, related_name="given_to", db_constraint=False
+    )
     rank = models.PositiveIntegerField()
     score = models.FloatField(default=0.0)
     # The parts of its score when it was given (assembly.packing.score): what a fit of the
@@ -367,7 +393,10 @@ class RunMemory(models.Model):
     class Meta:
         ordering = ["run", "rank"]
         constraints = [
-            models.UniqueConstraint(fields=["run", "memory"], name="run_memory_unique"),
+            # With the project last, the index still finds a run's memories.
+            models.UniqueConstraint(
+                fields=["run", "memory", "project_id"], name="run_memory_unique"
+            ),
         ]
         indexes = [models.Index(fields=["memory", "-created_at"], name="run_memory_by_memory_idx")]
 

@@ -33,6 +33,8 @@ class Run(models.Model):
             models.UniqueConstraint(
                 fields=["project", "external_id"], name="run_external_id_unique"
             ),
+            # What a project's rows name a run by, with the project (docs/scaling.md).
+            models.UniqueConstraint(fields=["project", "id"], name="run_project_id_unique"),
             models.CheckConstraint(
                 condition=in_choices("status", RunStatus), name="run_status_valid"
             ),

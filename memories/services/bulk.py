@@ -101,11 +101,19 @@ def bulk_edit_start(
             actor_label=actor.label,
         )
         with connection.cursor() as cursor:
-            # The snapshot: one set-based statement, whatever the number of memories.
+            # The snapshot: one set-based statement, whatever the number of memories. Its
+            # items are the job's project's: the one given, or the one project (if any) whose
+            # memories they all are, as the job becomes below.
             cursor.execute(
-                f"INSERT INTO {ITEMS} (job_id, memory_id, state, error)"
-                f" SELECT %s, matched.id, %s, '' FROM ({matched}) AS matched LIMIT %s",
-                [job.pk, ItemState.PENDING, *matched_params, cap + 1],
+                f"WITH matched AS MATERIALIZED ("
+                f"SELECT matched.id FROM ({matched}) AS matched LIMIT %s"
+                "), owners AS ("
+                "SELECT DISTINCT CASE WHEN m.scope = %s THEN NULL ELSE m.project_id END AS owner"
+                f" FROM matched JOIN {MEMORIES} m ON m.id = matched.id"
+                f") INSERT INTO {ITEMS} (project_id, job_id, memory_id, state, error)"
+                " SELECT coalesce(%s::bigint, (SELECT min(owner) FROM owners HAVING count(*) = 1)),"
+                " %s, matched.id, %s, '' FROM matched",
+                [*matched_params, cap + 1, Scope.GLOBAL, job.project_id, job.pk, ItemState.PENDING],
             )
             total = cursor.rowcount
         if total > cap:
@@ -118,7 +126,8 @@ def bulk_edit_start(
             raise ValidationError("No memory matches the filter: nothing to change.")
         owners = _require_reviewer_of_every(actor, job)
         if project is None and len(owners) == 1:
-            # All of one project's (the admin's selection, mostly): the job is that project's.
+            # All of one project's (the admin's selection, mostly): the job is that project's,
+            # as its items are already.
             job.project_id = next(iter(owners))
         job.total = total
         job.save(update_fields=["total", "project"])
@@ -221,10 +230,10 @@ def bulk_edit_undo(*, job: BulkEdit, actor: Actor, enqueue: bool = True) -> Bulk
         )
         with connection.cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO {ITEMS} (job_id, memory_id, state, error)"
-                f" SELECT %s, memory_id, %s, '' FROM {ITEMS}"
+                f"INSERT INTO {ITEMS} (project_id, job_id, memory_id, state, error)"
+                f" SELECT %s, %s, memory_id, %s, '' FROM {ITEMS}"
                 " WHERE job_id = %s AND event_id IS NOT NULL",
-                [undo.pk, ItemState.PENDING, original.pk],
+                [undo.project_id, undo.pk, ItemState.PENDING, original.pk],
             )
             undo.total = cursor.rowcount
         _require_reviewer_of_every(actor, undo)

@@ -94,6 +94,7 @@ def run_give_memories(
         raise Conflict(f"Run {run.external_id} has finished; it can be given nothing more.")
     given = [
         RunMemory(
+            project_id=run.project_id,
             run=run,
             memory_id=memory_id,
             rank=rank,
@@ -102,7 +103,7 @@ def run_give_memories(
         )
         for rank, (memory_id, score, *parts) in enumerate(ranked, start=1)
     ]
-    # In memory-id order: the foreign-key checks lock the memories in insert order.
+    # In memory-id order, as every write that names memories (memories.locks).
     RunMemory.objects.bulk_create(
         sorted(given, key=lambda row: row.memory_id), ignore_conflicts=True
     )

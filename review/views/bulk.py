@@ -219,7 +219,7 @@ def bulk_job(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "job": job,
             "project": job.project,
             "failures": failures,
-            "undo": getattr(job, "undone_by", None),
+            "undo": job.undone_by.first(),
             "undoable": _undoable(request, job),
             "view": "job",
         },

@@ -115,6 +115,9 @@ def test_a_write_reads_its_entities_in_its_transaction(make_memory, project):
         m.pk for m in memories
     }
     assert Entity.objects.filter(project=project).count() == 5  # and the three files
+    # Each mention is its memory's project's (docs/scaling.md: it lives on that shard).
+    mentions = EntityMention.objects.filter(memory_id__in=[m.pk for m in memories])
+    assert set(mentions.values_list("project_id", flat=True)) == {project.pk}
 
 
 def test_new_words_replace_the_mentions(make_memory, project):
@@ -157,6 +160,7 @@ def test_global_memories_entities_have_no_project(project):
     )
     mention = EntityMention.objects.get(memory_id=memory.pk)
     assert mention.entity.project_id is None
+    assert mention.project_id is None
     assert mention.entity.name == "RetryQueue"
 
 

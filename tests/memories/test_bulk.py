@@ -206,6 +206,24 @@ def test_one_undo_takes_the_whole_job_back_and_a_second_is_refused(
         bulk.bulk_edit_undo(job=undo, actor=reviewer_actor)
 
 
+def test_items_carry_their_job_s_project_and_its_undo_s(
+    project, other_project, make_memory, memories, reviewer_actor
+):
+    """A job of one project's memories is that project's, and so is each of its items (and
+    its undo's): they live on its shard (docs/scaling.md). A job across projects has none."""
+    job = run(start(memories, reviewer_actor, "pin"))
+    assert job.project_id == project.pk
+    assert set(job.items.values_list("project_id", flat=True)) == {project.pk}
+    undo = bulk.bulk_edit_undo(job=job, actor=reviewer_actor)
+    assert undo.project_id == project.pk
+    assert set(undo.items.values_list("project_id", flat=True)) == {project.pk}
+    theirs = make_memory(project=other_project)
+    both = Memory.objects.filter(pk__in=[*memories.values_list("pk", flat=True), theirs.pk])
+    across = start(both, reviewer_actor, "pin")
+    assert across.project_id is None
+    assert set(across.items.values_list("project_id", flat=True)) == {None}
+
+
 def test_an_undo_leaves_a_memory_changed_since_and_says_why(memories, reviewer_actor):
     job = run(start(memories, reviewer_actor, "pin"))
     touched = memories.order_by("pk").first()
