@@ -12,7 +12,9 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.databases import Connections
 from config.env import env_bool, env_int, env_list, env_path, env_str, load_env_file
+from config.logging_settings import logging_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 load_env_file(BASE_DIR / ".env")
@@ -131,33 +133,19 @@ DATABASE_STATEMENT_TIMEOUT_MS = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 0)
 DATABASE_JIT = env_bool("DATABASE_JIT", False)
 
 
-def _connection_settings(database: dict[str, Any]) -> dict[str, Any]:
-    """A database's connection settings, the same for the primary and each replica."""
-    database = {**database, "OPTIONS": dict(database.get("OPTIONS") or {})}
-    options = database["OPTIONS"]
-    if DATABASE_POOL:
-        database["CONN_MAX_AGE"] = 0  # the pool keeps the connections
-        options["pool"] = {
-            "min_size": DATABASE_POOL_MIN_SIZE,
-            "max_size": DATABASE_POOL_MAX_SIZE,
-            "timeout": DATABASE_POOL_TIMEOUT,
-        }
-    else:
-        database["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
-        database["CONN_HEALTH_CHECKS"] = True
-    # psycopg prepares only the statements asked to be prepared (memories.statements): a
-    # number of runs this large is never reached (None would refuse even those).
-    options.setdefault("prepare_threshold", 2**31 - 1)
-    flags = [options.get("options", "")]
-    if DATABASE_STATEMENT_TIMEOUT_MS > 0:
-        flags.append(f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_MS}")
-    if not DATABASE_JIT:
-        flags.append("-c jit=off")
-    options["options"] = " ".join(filter(None, flags))
-    return database
-
-
-DATABASES = {"default": _connection_settings(_database)}
+_connections = Connections(
+    pool={
+        "min_size": DATABASE_POOL_MIN_SIZE,
+        "max_size": DATABASE_POOL_MAX_SIZE,
+        "timeout": DATABASE_POOL_TIMEOUT,
+    }
+    if DATABASE_POOL
+    else None,
+    conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
+    statement_timeout_ms=DATABASE_STATEMENT_TIMEOUT_MS,
+    jit=DATABASE_JIT,
+)
+DATABASES = {"default": _connections.of(_database)}
 DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "") or None}
 
 # Read replicas (memories.replicas): streaming standbys of the primary, comma-separated
@@ -172,13 +160,7 @@ DATABASE_REPLICA_RETRY_SECONDS = env_int("DATABASE_REPLICA_RETRY_SECONDS", 30)
 DATABASE_REPLICA_MAX_LAG_SECONDS = env_int("DATABASE_REPLICA_MAX_LAG_SECONDS", 30)
 DATABASE_REPLICA_STICKY_SECONDS = env_int("DATABASE_REPLICA_STICKY_SECONDS", 600)
 for _number, _url in enumerate(DATABASE_REPLICA_URLS, start=1):
-    _replica = _connection_settings(dict(dj_database_url.parse(_url)))
-    _replica["OPTIONS"]["connect_timeout"] = DATABASE_REPLICA_CONNECT_TIMEOUT
-    if DATABASE_POOL:  # a pool waits no longer for a replica that does not answer
-        _replica["OPTIONS"]["pool"]["timeout"] = DATABASE_REPLICA_CONNECT_TIMEOUT
-    # The test suite reads its replicas' tables in its own database.
-    _replica["TEST"] = {"MIRROR": "default"}
-    DATABASES[f"replica_{_number}"] = _replica
+    DATABASES[f"replica_{_number}"] = _connections.replica(_url, DATABASE_REPLICA_CONNECT_TIMEOUT)
 DATABASE_ROUTERS = ["memories.replicas.ReplicaRouter"] if DATABASE_REPLICA_URLS else []
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -499,32 +481,4 @@ DEMO_ADMIN_PASSWORD = env_str("DEMO_ADMIN_PASSWORD", "administer-the-memories")
 LOG_FORMAT = env_str("LOG_FORMAT", "text")
 if LOG_FORMAT not in {"text", "json"}:
     raise ImproperlyConfigured('LOG_FORMAT must be "text" or "json".')
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {
-        "request_id": {"()": "ops.requestid.RequestIdFilter"},
-        "client_errors": {"()": "ops.logs.ClientErrorsWithoutTraceback"},
-    },
-    "formatters": {
-        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
-        "json": {"()": "ops.logs.JsonFormatter"},
-    },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "filters": ["request_id"],
-            "formatter": LOG_FORMAT,
-        }
-    },
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {
-        # A 403 or 404 is one line, without a traceback.
-        "django.request": {"filters": ["client_errors"]},
-        "pgserver": {"level": "WARNING"},
-        # The MCP SDK says at INFO that it starts and stops each stateless exchange.
-        "mcp": {"level": "WARNING"},
-        # The MCP tools' in-process API calls: each is logged as a request of its own.
-        "httpx2": {"level": "WARNING"},
-    },
-}
+LOGGING = logging_settings(LOG_FORMAT, env_str("LOG_LEVEL", "INFO"))

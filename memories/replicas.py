@@ -194,6 +194,9 @@ def _needed(scope: Scope) -> int | None:
 def _choose(scope: Scope) -> str:
     replicas = replica_aliases()
     random.shuffle(replicas)
+    if scope.alias in replicas:  # chosen before in this request: its reads stay on it if they may
+        replicas.remove(scope.alias)
+        replicas.insert(0, scope.alias)
     now = time.monotonic()
     for alias in replicas:
         if _down_until.get(alias, 0.0) > now:
