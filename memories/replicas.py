@@ -379,15 +379,10 @@ def remember_writes(project_ids: Iterable[int], principal: str | None) -> None:
 
 @contextmanager
 def reading_scope(*projects: int) -> Iterator[Scope]:
-    """A reading scope outside a request (the benchmarks and tests): reads may use a replica."""
+    """A reading scope outside a request (the tests): reads may use a replica."""
     scope = Scope(reading=True, projects=set(projects))
     token = _scope.set(scope)
     try:
         yield scope
     finally:
         _scope.reset(token)
-
-
-def copy_scope() -> contextvars.Context:
-    """The current context, for a helper thread that reads for this request."""
-    return contextvars.copy_context()
