@@ -2,10 +2,12 @@
 
 The SDK's session manager (``StreamableHTTPSessionManager``, stateless, answering JSON) is
 made and started once per event loop, as the SDK asks (one instance, run for the life of
-the application), not once per request: each request is one ``handle_request`` on a
-manager already running. Each loop has a thread of its own, and a loop with its manager and
-thread is lent to one request at a time (``answer``), then taken back: a process holds as
-many as it ever answered at once (one in a gunicorn sync worker).
+the application), not once per request. A plain request (one ``tools/call``,
+``tools/list``...) goes to the SDK's handlers straight (mcp_http.direct); anything else is
+one ``handle_request`` on a manager already running. Each loop has a thread of its own,
+and a loop with its manager and thread is lent to one request at a time (``answer``), then
+taken back: a process holds as many as it ever answered at once (one in a gunicorn sync
+worker).
 
 The request's thread hands the exchange to the loop's thread and waits (a hand-over there
 and back costs about 0.1 ms). There the tools' API calls (mcp_http.transport) are answered
@@ -16,6 +18,8 @@ coroutines are suspended, off the stack, and nothing of the ``/mcp`` request's o
 stack is under it. (Made under that stack, the calls ran deep enough that CPython 3.11
 mapped and unmapped a frame-stack chunk on many calls of the assembly's inner loops:
 hundreds of page faults a request under gunicorn, a recall that assembles 2 ms slower.)
+The calls use the request's own database connections, lent to the loop's thread while the
+request's thread waits: a worker holds one connection, checked once a request.
 """
 
 from __future__ import annotations
@@ -24,18 +28,19 @@ import asyncio
 import atexit
 import contextvars
 import threading
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any
 
 from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from mcp.server import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from memory_layer_client.client import AsyncMemoryLayerClient
 from memory_layer_client.tools import build_server
 
-from mcp_http import metrics
+from mcp_http import direct, metrics
 from mcp_http.transport import InProcessClient
 from ops import requestid
 
@@ -77,7 +82,10 @@ class Loop:
             self._running.result()  # it could not start: say why
 
     async def _run(self, started: asyncio.Future[None]) -> None:
-        async with self.manager.run():
+        app = self.manager.app
+        # The application's lifespan, entered once for the loop's life as the manager enters
+        # it for its own requests: its state is what the direct path's handlers see.
+        async with self.manager.run(), app.lifespan(app) as self.lifespan_state:
             started.set_result(None)
             await self._closing
 
@@ -90,14 +98,46 @@ class Loop:
         """The SDK's answer to one HTTP request (its ASGI ``scope`` and ``body``), the
         tools calling the API with ``client``; made on the loop's thread."""
         self._busy = True
-        done = self._thread.submit(self._answer, scope, body, client, requestid.current.get())
+        # The request's database connections, lent to the loop's thread while this thread
+        # waits (as Django's live server lends its own): the tools' API calls read and write
+        # on them, with no connection of their own to open and check.
+        shared = connections.all(initialized_only=True)
+        for connection in shared:
+            connection.inc_thread_sharing()
         try:
-            return done.result()
+            done = self._thread.submit(
+                self._answer, scope, body, client, requestid.current.get(), shared
+            )
+            try:
+                return done.result()
+            finally:
+                if done.done():  # else the wait was interrupted: the loop is not lent again
+                    self._busy = False
         finally:
-            if done.done():  # else the wait was interrupted: the loop is not lent again
-                self._busy = False
+            for connection in shared:
+                connection.dec_thread_sharing()
 
     def _answer(
+        self,
+        scope: dict[str, Any],
+        body: bytes,
+        client: InProcessClient,
+        request_id: str,
+        shared: Sequence[BaseDatabaseWrapper],
+    ) -> Answer:
+        lent = {connection.alias for connection in shared}
+        for own in connections.all(initialized_only=True):
+            if own.alias in lent:
+                own.close()  # opened here before, for a request that had not opened its own
+        for connection in shared:
+            connections[connection.alias] = connection
+        try:
+            return self._exchange_here(scope, body, client, request_id)
+        finally:
+            for connection in shared:
+                del connections[connection.alias]
+
+    def _exchange_here(
         self, scope: dict[str, Any], body: bytes, client: InProcessClient, request_id: str
     ) -> Answer:
         loop = self.loop
@@ -136,6 +176,9 @@ class Loop:
         # connections: in a copy of the request's, each call would connect again.)
         _client.set(client)
         requestid.current.set(request_id)
+        answered = await direct.answer(self.manager.app, self.lifespan_state, scope, body)
+        if answered is not None:
+            return answered
         await self.manager.handle_request(scope, receive, send)
         return started["status"], started["headers"], b"".join(chunks)
 

@@ -1,8 +1,9 @@
 """The API, called in process: the tools' client hands each call to Django as a WSGI request.
 
 The MCP tools are REST calls (memory_layer_client.tools), so on the server they call the
-service itself, through the whole stack an agent's request goes through (the caller's key,
-throttles, validation, idempotency) but with no socket and no HTTP client: the client's
+service itself, through what the API does with an agent's request (the caller's key,
+throttles, validation, idempotency; of the site's middleware, what a call needs:
+``CALL_MIDDLEWARE``) but with no socket and no HTTP client: the client's
 endpoints are written once over ``_send`` (memory_layer_client.endpoints), and here
 ``_send`` makes a WSGI request of the call and decodes the answer as the client's own
 does. The key is not looked up a second time: the ``/mcp`` request authenticated it, and
@@ -29,14 +30,19 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import unquote_to_bytes, urlencode
 
 import httpx2 as httpx
-from django.core.handlers.wsgi import WSGIHandler
+from django.conf import settings
+from django.core.handlers.exception import convert_exception_to_response
+from django.core.handlers.wsgi import WSGIHandler, WSGIRequest, get_script_name
 from django.http import HttpRequest
+from django.urls import set_script_prefix
+from django.utils.module_loading import import_string
 from memory_layer_client.client import AsyncMemoryLayerClient
 from memory_layer_client.transport import DEFAULT_TIMEOUT, Call, Settings, decode
+from pydantic_core import from_json
 
 from api.auth import VOUCHED, Vouched
 from memories.models import ApiKey
@@ -45,18 +51,62 @@ from ops import requestid
 T = TypeVar("T")
 
 
+# What of the site's middleware an in-process call goes through: its request id (in its log
+# lines and error bodies), giving back its concurrency slot, and, with read replicas,
+# choosing where it reads. The rest is the ``/mcp`` request's own (metrics, the body limit)
+# or has nothing to do with a call that never leaves the process (security headers, static
+# files, sessions, CSRF, messages, sign-in lockouts).
+CALL_MIDDLEWARE = (
+    "ops.requestid.RequestIdMiddleware",
+    "api.middleware.ReleaseSlotMiddleware",
+    "memories.replicas.ReplicaReadsMiddleware",
+)
+
+
+class CallHandler(WSGIHandler):
+    """Django's WSGI handler with only the middleware of ``CALL_MIDDLEWARE`` that the site
+    installs, in the site's order (all of it synchronous, as this handler is)."""
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        self._view_middleware: list[Any] = []
+        self._template_response_middleware: list[Any] = []
+        self._exception_middleware: list[Any] = []
+        handler = convert_exception_to_response(self._get_response)  # type: ignore[attr-defined]
+        self.middleware = [m for m in settings.MIDDLEWARE if m in CALL_MIDDLEWARE]
+        for path in reversed(self.middleware):
+            instance = import_string(path)(handler)
+            if hasattr(instance, "process_view"):
+                self._view_middleware.insert(0, instance.process_view)
+            if hasattr(instance, "process_exception"):
+                self._exception_middleware.append(instance.process_exception)
+            handler = convert_exception_to_response(instance)
+        self._middleware_chain = handler
+
+
 @cache
 def _django() -> WSGIHandler:
-    return WSGIHandler()
+    return CallHandler()
 
 
 class Answered:
-    """What the API answered a call: an ``httpx.Response`` for the client's own decoding, and
-    how to close the WSGI response once the ``/mcp`` answer is sent."""
+    """What the API answered a call, and how to close the WSGI response once the ``/mcp``
+    answer is sent."""
 
-    def __init__(self, response: httpx.Response, close: Callable[[], None]) -> None:
-        self.response = response
+    def __init__(
+        self, status: int, headers: list[tuple[str, str]], content: bytes, close: Callable[[], None]
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self.content = content
         self.close = close
+
+    def decoded(self, call: Call[T]) -> T:
+        """The answer as the client decodes it. A success with a body is the API's own JSON,
+        read by pydantic's parser (a recall's answer in a third of the time); anything else
+        goes through the client's decoding, errors and all."""
+        if self.status in call.ok and self.status != 204 and self.content:
+            return cast(T, from_json(self.content))
+        return decode(call, httpx.Response(self.status, headers=self.headers, content=self.content))
 
 
 class InProcessClient(AsyncMemoryLayerClient):
@@ -104,7 +154,7 @@ class InProcessClient(AsyncMemoryLayerClient):
         loop.stop()  # the loop's current turn ends, then answer_calls runs
         answer = await answered
         self.after.append(answer.close)
-        return decode(call, answer.response)
+        return answer.decoded(call)
 
     def _environ_of(self, call: Call[Any]) -> dict[str, Any]:
         body = b""
@@ -144,14 +194,11 @@ def _http_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
 
 
 def _call(environ: dict[str, Any]) -> Answered:
-    started: list[Any] = []
-
-    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-        started[:] = [int(status.split(" ", 1)[0]), headers]
-        return lambda _: None
-
-    result = _django()(environ, start_response)
-    content = b"".join(result)
-    status, headers = started
-    close = getattr(result, "close", None) or (lambda: None)  # Django's response has one
-    return Answered(httpx.Response(status, headers=headers, content=content), close)
+    """One call through Django's handler. Not a request of its own to the database
+    connections: it runs on the ``/mcp`` request's (mcp_http.exchange), which that request
+    started and checked, so ``request_started`` (which would have them checked again) is not
+    sent; ``request_finished`` is, when the call's response is closed."""
+    set_script_prefix(get_script_name(environ))
+    response = _django().get_response(WSGIRequest(environ))
+    content = b"".join(response)
+    return Answered(response.status_code, list(response.items()), content, response.close)

@@ -13,6 +13,7 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 from django.core.cache import caches
+from django.db import connections
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from api.context import ContextView
@@ -76,9 +77,10 @@ def test_one_running_session_manager_answers_request_after_request(client, token
     for number in range(1, 6):
         assert recall(client, token, number)["structuredContent"]["ids"]
 
-    # Made and started once, for the first request; every request one exchange on it.
+    # Made and started once, for the first request; a plain call goes to the SDK's handlers
+    # straight (mcp_http.direct), not through the manager's per-request transport.
     assert len(managers) == len(started) == 1
-    assert handled == managers * 5
+    assert handled == []
     assert exchange.loops.made == loops_before + 1
     # The tools' API calls go to Django in process: no HTTP client is made for them.
     assert http_clients == []
@@ -109,6 +111,7 @@ def test_the_api_answers_tools_on_a_shallow_stack_with_no_loop_running(client, t
                 "loop running": running,
                 "files": frames,
                 "cache": caches["default"],
+                "connection": connections["default"],
             }
         )
         return post(self, request, *args, **kwargs)
@@ -124,9 +127,34 @@ def test_the_api_answers_tools_on_a_shallow_stack_with_no_loop_running(client, t
     # connections) is made once, not again for each request.
     assert calls[0]["cache"] is calls[1]["cache"]
     assert calls[0]["thread"] is not threading.current_thread()
+    # On the request's own database connection, lent for the exchange and taken back.
+    assert calls[0]["connection"] is calls[1]["connection"] is connections["default"]
+    assert connections["default"].allow_thread_sharing is False
     for call in calls:
         assert not call["loop running"]
         files = call["files"]
         assert not [f for f in files if f.endswith("mcp_http/views.py")], files
         assert not [f for f in files if "/site-packages/mcp/" in f], files
         assert not [f for f in files if "/django/test/" in f], files  # this thread's stack
+
+
+def test_a_tools_api_call_goes_through_the_middleware_a_call_needs_only(settings):
+    from mcp_http.transport import CallHandler
+
+    settings.MIDDLEWARE = [
+        "ops.requestid.RequestIdMiddleware",
+        "ops.middleware.MetricsMiddleware",
+        "django.middleware.security.SecurityMiddleware",
+        "api.middleware.ReleaseSlotMiddleware",
+        "memories.replicas.ReplicaReadsMiddleware",
+        "django.contrib.sessions.middleware.SessionMiddleware",
+    ]
+    handler = CallHandler()
+    handler.load_middleware()
+    assert handler.middleware == [
+        "ops.requestid.RequestIdMiddleware",
+        "api.middleware.ReleaseSlotMiddleware",
+        "memories.replicas.ReplicaReadsMiddleware",
+    ]
+    # Where a replica is chosen is a view hook: it is kept.
+    assert len(handler._view_middleware) == 1
