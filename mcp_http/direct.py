@@ -17,7 +17,6 @@ method but POST.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ import anyio
 from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server
 from mcp.server.runner import serve_one
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
@@ -34,7 +34,7 @@ from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.transport_context import TransportContext
 from mcp_types import DEFAULT_NEGOTIATED_VERSION, ErrorData, JSONRPCError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,8 @@ Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower().encode("latin-1")
 _HEADERS = [(b"content-type", b"application/json")]
-_JSON_TYPES = {"application/json", "application/*", "*/*"}
+_JSON = "application/json"
+_JSON_TYPES = {_JSON, "application/*", "*/*"}
 
 
 @dataclass
@@ -74,20 +75,22 @@ class _Exchange:
 
 
 def _plain(headers: list[tuple[bytes, bytes]]) -> str | None:
-    """The protocol version of a request the direct path may answer (JSON in, JSON
-    accepted, a handshake-era version or none), else None."""
-    content_type = accept = b""
+    """The protocol version of a request the direct path may answer (JSON in, as the
+    manager reads the media type; JSON accepted; a handshake-era version or none), else
+    None."""
+    content_type = accept = ""
     version = DEFAULT_NEGOTIATED_VERSION
     for name, value in headers:
         if name == b"content-type":
-            content_type = value
+            content_type = value.decode("latin-1")
         elif name == b"accept":
-            accept = value
+            accept = value.decode("latin-1")
         elif name == _VERSION_HEADER:
             version = value.decode("latin-1")
-    if content_type.split(b";")[0].strip().lower() != b"application/json":
+    media_types = [part.strip() for part in content_type.split(";")[0].split(",")]
+    if not content_type.lower().startswith(_JSON) or _JSON not in media_types:
         return None
-    accepted = {part.split(";")[0].strip().lower() for part in accept.decode("latin-1").split(",")}
+    accepted = {part.split(";")[0].strip().lower() for part in accept.split(",")}
     if not accepted & _JSON_TYPES or version not in HANDSHAKE_PROTOCOL_VERSIONS:
         return None
     return version
@@ -95,9 +98,11 @@ def _plain(headers: list[tuple[bytes, bytes]]) -> str | None:
 
 def _request(body: bytes) -> dict[str, Any] | None:
     """The body as one JSON-RPC request other than ``initialize``, else None."""
-    try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):
+    if len(body) > DEFAULT_MAX_REQUEST_BODY_SIZE:
+        return None
+    try:  # as the manager parses it: its parser's refusals are its to answer
+        message = from_json(body)
+    except ValueError:
         return None
     if not isinstance(message, dict) or set(message) - {"jsonrpc", "id", "method", "params"}:
         return None

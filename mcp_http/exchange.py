@@ -129,6 +129,8 @@ class Loop:
         for own in connections.all(initialized_only=True):
             if own.alias in lent:
                 own.close()  # opened here before, for a request that had not opened its own
+            else:  # as a request's start has its connections checked (a replica's, say)
+                own.close_if_unusable_or_obsolete()
         for connection in shared:
             connections[connection.alias] = connection
         try:

@@ -118,6 +118,11 @@ def test_a_recall_answers_the_same_both_ways(client, alpha, monkeypatch):
         ({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "extra": 1}, {}),
         ({"jsonrpc": "2.0", "id": None, "method": "tools/list"}, {}),
         ({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"HTTP_MCP_PROTOCOL_VERSION": "x"}),
+        # What the manager's parser and its media-type check refuse, the direct path leaves
+        # to it: a byte-order mark, a lone surrogate, a media type in capitals.
+        ('\ufeff{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}', {}),
+        ('{"jsonrpc": "2.0", "id": "\\ud800", "method": "ping"}', {}),
+        ({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"content_type": "Application/JSON"}),
     ],
 )
 def test_what_the_direct_path_does_not_take_on_goes_to_the_manager(
