@@ -158,3 +158,37 @@ def test_a_tools_api_call_goes_through_the_middleware_a_call_needs_only(settings
     ]
     # Where a replica is chosen is a view hook: it is kept.
     assert len(handler._view_middleware) == 1
+
+
+def test_the_loops_own_connections_are_checked_at_each_exchange(monkeypatch):
+    """A connection the loop's thread opened itself (for an alias the request had not
+    opened: a replica's, say) is checked as a request's start checks its own: one that
+    failed and no longer answers is closed, not used again."""
+    loop = exchange.loops.take()
+    try:
+
+        def broken_connection() -> Any:
+            connection = connections["default"]
+            connection.ensure_connection()
+            connection.errors_occurred = True
+            monkeypatch.setattr(connection, "is_usable", lambda: False)
+            return connection
+
+        own = loop._thread.submit(broken_connection).result()
+        assert own.connection is not None
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "headers": [(b"content-type", b"application/json"), (b"accept", b"application/json")],
+        }
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+        answered: list[Any] = []
+        # From a thread that has opened no connection: nothing is lent.
+        request = threading.Thread(target=lambda: answered.append(loop.answer(scope, body, None)))
+        request.start()
+        request.join()
+        assert answered
+        assert answered[0][0] == 200
+        assert own.connection is None
+    finally:
+        exchange.loops.give_back(loop)
