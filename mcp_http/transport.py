@@ -84,7 +84,7 @@ class CallHandler(WSGIHandler):
 
 
 @cache
-def _django() -> WSGIHandler:
+def _django() -> CallHandler:
     return CallHandler()
 
 

@@ -53,17 +53,25 @@ def both_ways(client: Any, key: str, body: Any, monkeypatch: pytest.MonkeyPatch)
     return answers
 
 
-def test_the_direct_path_answers_what_the_manager_answers_byte_for_byte(client, alpha, monkeypatch):
-    project, key = alpha
-    memory = MemoryFactory(project=project, content="Totals are rounded once, at checkout.")
-    handled: list[object] = []
+@pytest.fixture
+def handled(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The session managers that answer a request from now on, one entry a request."""
+    seen: list[object] = []
     original = StreamableHTTPSessionManager.handle_request
 
     async def counted(self: Any, *args: Any) -> None:
-        handled.append(self)
+        seen.append(self)
         await original(self, *args)
 
     monkeypatch.setattr(StreamableHTTPSessionManager, "handle_request", counted)
+    return seen
+
+
+def test_the_direct_path_answers_what_the_manager_answers_byte_for_byte(
+    client, alpha, monkeypatch, handled
+):
+    project, key = alpha
+    memory = MemoryFactory(project=project, content="Totals are rounded once, at checkout.")
     requests = [
         {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
         {"jsonrpc": "2.0", "id": "two", "method": "ping"},
@@ -126,17 +134,9 @@ def test_a_recall_answers_the_same_both_ways(client, alpha, monkeypatch):
     ],
 )
 def test_what_the_direct_path_does_not_take_on_goes_to_the_manager(
-    client, alpha, monkeypatch, body, headers
+    client, alpha, handled, body, headers
 ):
     _, key = alpha
-    handled: list[object] = []
-    original = StreamableHTTPSessionManager.handle_request
-
-    async def counted(self: Any, *args: Any) -> None:
-        handled.append(self)
-        await original(self, *args)
-
-    monkeypatch.setattr(StreamableHTTPSessionManager, "handle_request", counted)
     post(client, key, body, **headers)
     assert len(handled) == 1
 
