@@ -46,12 +46,18 @@ class Sentence:
 _TOKEN = re.compile(r"[A-Za-z0-9%][A-Za-z0-9_./:+#%@*'-]*[A-Za-z0-9+#%*]|[A-Za-z0-9%*]|[<>=~^]+")
 
 
+# "e.g.", "i.e.", "etc." and "vs." end no sentence.
+_NOT_ABBREVIATED = r"(?<![Ee]\.g\.)(?<![Ii]\.e\.)(?<!etc\.)(?<!\bvs\.)"
+
+
 def split(text: str) -> list[Sentence]:
     """The sentences of ``text`` with their tokens (a dot inside a number, version, path or
-    name does not end one)."""
+    name, or ending an abbreviation, does not end one)."""
     found = []
     start = 0
-    for match in re.finditer(r"(?<=[.!?])\s+(?=\S)|\n+|\s+-\s+|\s*\u2014\s*", text):
+    for match in re.finditer(
+        rf"(?<=[.!?]){_NOT_ABBREVIATED}\s+(?=\S)|\n+|\s+-\s+|\s*\u2014\s*", text
+    ):
         found.append((start, match.start()))
         start = match.end()
     found.append((start, len(text)))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from knowledge import polarity, rules
+from knowledge import polarity, rules, versions
 from knowledge.claims import split
 from knowledge.reading import (
     NEGATORS,
@@ -100,6 +100,8 @@ OPPOSITES: dict[str, frozenset[str]] = {}
 for _left, _right in _OPPOSITES:
     OPPOSITES[_left] = OPPOSITES.get(_left, frozenset()) | {_right}
     OPPOSITES[_right] = OPPOSITES.get(_right, frozenset()) | {_left}
+# Verbs before the tool a memory prescribes ("use X", not "move X").
+USE = word_set("use uses using prefer prefers preferred choose pick adopt adopted rely relies")
 # Verbs and prepositions before the thing a memory prescribes: "use X", "prefer X", ...
 PRESCRIBE = word_set(
     "use uses using prefer prefers preferred choose chose pick adopt adopted rely relies via "
@@ -219,13 +221,19 @@ def compare(
         or bool(_measured(whole_a) & _measured(whole_b))
         or bool((whole_a.old | whole_a.new) & content_b)
         or bool((whole_b.old | whole_b.new) & content_a)
+        # a tool one prescribes ("use uv", `uv sync`) is a name too
+        or bool(_tools(whole_a) & content_b)
+        or bool(_tools(whole_b) & content_a)
     )
     evidence: dict[str, object] = {
         "similarity": round(score, 3),
         "sharedWords": round(shared, 3),
         **({"cosine": round(cosine, 3)} if cosine is not None else {}),
     }
-    if score < NAMED:
+    # Below NAMED, only versions of one product are read: such a version says what it is
+    # about, however little else the two share.
+    versions_only = score < NAMED
+    if versions_only and not _same_products(a, b):
         return Verdict(None, score, evidence)
     close = score >= similarity or named
     history = _reports(a) and _reports(b)
@@ -234,7 +242,9 @@ def compare(
         # Below ``similarity``, without a name in common, only what names its own subject
         # counts: a version of one product, a quantity or a schedule of the same words.
         findings += _findings(a, b, common, measured_only=not close, close=score >= similarity)
-    if close and not history:
+    if versions_only:
+        findings = [finding for finding in findings if finding.kind == rules.VERSION]
+    elif close and not history:
         if not other_scope(whole_a, whole_b):
             findings += _denied_names(a, b, whole_a, whole_b, common)
         findings += _choice_findings(
@@ -302,13 +312,23 @@ def _findings(
             # Versions of one product, quantities and schedules of one thing: their own
             # reading says what they are about.
             strong = len(shared) >= STRONGLY_ALIGNED
+            # Between memories not otherwise alike, two sentences with much in common are
+            # read as alike ones are, unless each names a thing of its own and none in
+            # common ("freeze sets the content length" / "make_conditional no longer sets
+            # content lengths": two things).
+            alike = strong and not _apart(said_a.reading, said_b.reading)
             found += rules.measured(said_a, said_b, aligned, close, strong)
             scoped = other_scope(said_a.reading, said_b.reading)
             if not scoped:
                 # A naming rule names its subject too ("branch names start with ...").
                 naming = rules.naming(one, other, words_a, words_b, common)
                 found += [naming] if naming is not None else []
-            if not aligned or measured_only or scoped:
+            if not aligned or scoped:
+                continue
+            if measured_only and not alike:
+                # Memories not otherwise alike: only opposite words beside the same phrase.
+                finding = polarity.opposites(one, other, words_a, words_b, common, beside=2)
+                found += [finding] if finding is not None else []
                 continue
             for finding in (
                 polarity.polarity(one, other, words_b),
@@ -318,6 +338,8 @@ def _findings(
                 polarity.settings(one, other, a, b),
                 polarity.opposites(one, other, words_a, words_b, common),
                 rules.exclusivity(one, other, words_a, words_b, common),
+                rules.enumerated(one, other, words_a, words_b, common),
+                _flipped(rules.enumerated(other, one, words_b, words_a, common)),
                 rules.inclusive(one, other, words_a, words_b, common),
                 _flipped(rules.inclusive(other, one, words_b, words_a, common)),
                 _flipped(rules.exclusivity(other, one, words_b, words_a, common)),
@@ -330,24 +352,40 @@ def _findings(
     return list(unique.values())
 
 
+def _apart(a: Words, b: Words) -> bool:
+    """Each names something of its own (an identifier, a path, a name in capitals) and
+    nothing the other names."""
+    return (
+        bool(a.specific - b.specific)
+        and bool(b.specific - a.specific)
+        and not (a.specific & b.specific)
+    )
+
+
 def _denied_names(
     a: str, b: str, whole_a: Words, whole_b: Words, common: frozenset[str]
 ) -> list[rules.Finding]:
     """A name one side denies ("we don't use Datasets", "Celery beat was removed", "not
     cents") where the other, denying nothing of it, relies on it."""
     found: list[rules.Finding] = []
-    names = (whole_a.specific | whole_b.specific) - common
-    # About the same thing beyond the name: two more words in common.
+    # Names: identifiers, paths, names in capitals, and the tools either side prescribes
+    # ("use slog", a command's program: `uv sync`), however they are spelled.
+    names = (whole_a.specific | whole_b.specific | _tools(whole_a) | _tools(whole_b)) - common
+    # About the same thing beyond the name: two more words in common, or one beside an
+    # identifier of code (finalize_invoice, allowsBackgroundLocationUpdates) or a tool the
+    # other prescribes (`uv sync`), which name one thing only.
     context = (whole_a.content & whole_b.content) - names - common
-    if len(context) < 2:
+    if not context:
         return found
+    code = _identifiers(whole_a.text) | _identifiers(whole_b.text)
     for denier, other, flip in ((whole_a, whole_b, False), (whole_b, whole_a, True)):
         denied = [
             word
             for word in sorted(
                 polarity.denied(denier.text) & other.asserted & names - other.negated
             )
-            if _relied_on(other.text, word)
+            if (len(context) >= 2 or word in code or word in _tools(other))
+            and _relied_on(other.text, word)
         ]
         if denied:
             word = denied[0]
@@ -358,6 +396,27 @@ def _denied_names(
                 else rules.Finding(rules.POLARITY, word, left, right)
             )
     return found
+
+
+_IDENTIFIER = re.compile(r"\b[A-Za-z]\w*(?:_\w*[A-Za-z0-9]|[a-z][A-Z]\w*)")
+
+
+def _identifiers(text: str) -> set[str]:
+    """The stems of a text's identifiers of code: snake_case or camelCase names."""
+    return {stem(name.lower()) for name in _IDENTIFIER.findall(text)}
+
+
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+# A command: a program and what it is given ("uv sync", "pip install -r requirements.txt").
+_COMMAND = re.compile(r"^\s*([A-Za-z][\w.-]*)\s+\S")
+
+
+def _tools(words: Words) -> set[str]:
+    """What a text prescribes by name: the object of a prescribing word ("use slog",
+    "switched to koanf") and the program of each command it quotes (`uv sync`)."""
+    prescribed = {word for verb, word in _prescribed(words).items() if verb in USE}
+    commands = (_COMMAND.match(span) for span in _CODE_SPAN.findall(words.text))
+    return prescribed | {stem(command.group(1).lower()) for command in commands if command}
 
 
 def _relied_on(text: str, word: str) -> bool:
@@ -385,6 +444,19 @@ def _choice_findings(
     if other_scope(whole_a, whole_b):
         return []
     found = []
+    # Each prescribes a tool the other never names, in sentences about the same thing ("use
+    # pnpm for installs" / "install dependencies with `npm ci`").
+    for left in sorted(_tools(whole_a) - whole_b.content):
+        for right in sorted(_tools(whole_b) - whole_a.content):
+            if len(_words_beside(a, left) & _words_beside(b, right)) >= STRONGLY_ALIGNED:
+                found.append(
+                    rules.Finding(
+                        rules.CHOICE, f"{left} / {right}", _span_of(a, left), _span_of(b, right)
+                    )
+                )
+                break
+        if found:
+            break
     for choice in _choices(whole_a, whole_b, whole=True, names_only=names_only):
         if "left" in choice and not swapped:
             continue
@@ -399,6 +471,12 @@ def _choice_findings(
     return found
 
 
+def _words_beside(text: str, word: str) -> frozenset[str]:
+    """The words of the sentences of ``text`` that say ``word``, but it."""
+    read_ = Read.of(text)
+    return frozenset().union(*(words for words in read_.words if word in words)) - {word}
+
+
 def _span_of(text: str, about: str) -> tuple[int, int]:
     """The sentence of ``text`` that says one of ``about``'s words (the first one)."""
     for sentence in split(text):
@@ -406,6 +484,13 @@ def _span_of(text: str, about: str) -> tuple[int, int]:
         if any(word and word in lowered for word in about.lower().replace("/", " ").split()):
             return sentence.start, sentence.start + len(sentence.text.rstrip())
     return 0, len(text)
+
+
+def _same_products(a: str, b: str) -> bool:
+    """Whether the two give versions of one product ("ESP-IDF v5.1.x" / "idf:v5.2.1")."""
+    products_a = {v.product for said in Read.of(a).said for v in said.versions}
+    products_b = {v.product for said in Read.of(b).said for v in said.versions}
+    return any(versions.same_product(x, y) for x in products_a for y in products_b)
 
 
 def _measured(words: Words) -> set[str]:

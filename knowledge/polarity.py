@@ -64,12 +64,29 @@ _OPPOSITE_PAIRS = [
     ("mutable", "immutable"), ("manual", "automatic"), ("manually", "automatically"),
     ("sequential", "parallel"), ("serial", "parallel"), ("blocking", "non-blocking"),
     ("incremental", "full"), ("before", "after"), ("over", "under"), ("must", "optional"),
-    ("enabl", "off"), ("on", "disabl"),
+    ("enabl", "off"), ("on", "disabl"), ("required", "omitted"),
 ]  # fmt: skip
+
+
+def base(word: str) -> str:
+    """A word's stem, an adverb read as its adjective ("asynchronously" as "asynchronous",
+    "fully" as "full", "automatically" as "automatic"), for opposites to meet."""
+    if word == "fully":
+        word = "full"
+    elif word.endswith("ically"):
+        word = word[:-4]
+    elif word.endswith("ily") and len(word) > 5:
+        word = word[:-3] + "y"
+    elif word.endswith("ly") and len(word) > 5:
+        word = word[:-2]
+    return stem(word)
+
+
 OPPOSITE: dict[str, set[str]] = {}
 for _left, _right in _OPPOSITE_PAIRS:
-    OPPOSITE.setdefault(_left, set()).add(_right)
-    OPPOSITE.setdefault(_right, set()).add(_left)
+    for _one, _other in ((_left, _right), (_right, _left)):
+        for _key in {_one, base(_one)}:
+            OPPOSITE.setdefault(_key, set()).update({_other, base(_other)})
 
 
 def _action(sentence: Sentence, after: int) -> tuple[set[int], str | None, int]:
@@ -145,9 +162,14 @@ def absent(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | None:
     return None
 
 
+# Where what a denial denies ends: "instead of const for dump_cookie" denies the const.
+_BOUNDARY = r"(?:for|in|on|at|with|when|if|because|since|so|to|from|by|into|inside|after|before)\b"
 _DENY_BEFORE = re.compile(
     r"\b(?:don't|do\s+not|does\s+not|doesn't|never|not|no|no\s+longer|without|avoid|"
-    r"stop\s+using|instead\s+of|rather\s+than)\s+((?:[\w`'./@:-]+\s+){0,3}?[\w`'./@:-]+)",
+    r"stop\s+using|instead\s+of|rather\s+than)\s+((?:(?!"
+    + _BOUNDARY
+    + r")[\w`'./@:-]*[\w`'/@-]\s+)"
+    r"{0,3}(?!" + _BOUNDARY + r")[\w`'./@:-]+)",
     re.I,
 )
 _DENY_AFTER = re.compile(
@@ -213,12 +235,17 @@ def opposites(
     words_a: frozenset[str],
     words_b: frozenset[str],
     common: frozenset[str],
+    *,
+    beside: int = 1,
 ) -> Finding | None:
     """Opposite words in two sentences that otherwise say the same ("X is enabled in
-    staging" / "X is disabled in staging")."""
+    staging" / "X is disabled in staging"). ``beside``: how many of the words they share
+    must stand within reach of both opposite words (two: the same phrase, "phased release
+    enabled" / "phased release is off", says what they are about on its own), else much
+    in common will do."""
     # Opposites may be words too common to carry meaning alone ("on", "off").
-    said_a = words_a | {stem(t.word) for t in a.tokens}
-    said_b = words_b | {stem(t.word) for t in b.tokens}
+    said_a = words_a | {base(t.word) for t in a.tokens}
+    said_b = words_b | {base(t.word) for t in b.tokens}
     only_a, only_b = said_a - said_b, said_b - said_a
     rest = shared(words_a, words_b, common)
     if len(rest) < 2:
@@ -231,10 +258,10 @@ def opposites(
         if not other:
             continue
         found = sorted(other)[0]
-        at_a = next(i for i, t in enumerate(a.tokens) if stem(t.word) == word)
-        at_b = next(i for i, t in enumerate(b.tokens) if stem(t.word) == found)
+        at_a = next(i for i, t in enumerate(a.tokens) if word in (stem(t.word), base(t.word)))
+        at_b = next(i for i, t in enumerate(b.tokens) if found in (stem(t.word), base(t.word)))
         near = _near(a, at_a) & _near(b, at_b) & rest
-        if alike or near:
+        if len(near) >= beside or (alike and beside <= 1):
             left, right = a.tokens[at_a], b.tokens[at_b]
             return Finding(
                 POLARITY,

@@ -75,7 +75,10 @@ _COPULAS = word_set("is are was were be been do does did has have had can will w
 
 # A word: letters, digits and the marks inside identifiers, paths and versions.
 _WORD = re.compile(r"[A-Za-z0-9%][A-Za-z0-9_./:+#%@-]*[A-Za-z0-9+#%]|[A-Za-z0-9%]")
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+|\s+-\s+|\s*\u2014\s*|\s+--\s+")
+_SENTENCE = re.compile(
+    r"(?<=[.!?;])(?<![Ee]\.g\.)(?<![Ii]\.e\.)(?<!etc\.)(?<!\bvs\.)\s+(?=\S)|\n+|\s+-\s+"
+    r"|\s*\u2014\s*|\s+--\s+"
+)
 NUMBER = re.compile(r"^v?(\d+(?:[._]\d+)*)(?:\.x)?([a-z%]*)$")
 # Numbers inside a longer token ("python:3.11-slim", "constraints-2.7.3"), after a name.
 _INNER_NUMBER = re.compile(r"([a-z][a-z_]*)[:=@-]?v?(\d+(?:\.\d+)+|\d+)")
@@ -308,7 +311,11 @@ def read(text: str) -> Words:
         for match in pattern.finditer(spelled):
             found = match.groupdict()
             for name, into in (("old", old), ("new", new)):
-                for word in (found.get(name) or "").lower().split():
+                words = (found.get(name) or "").lower().split()
+                # "Python 2.3 was dropped" retires a version, not Python.
+                if len(words) > 1 and NUMBER.match(words[-1].strip(".")):
+                    words = words[-1:]
+                for word in words:
                     into.add(stem(word.strip(".")))
     old -= STOPWORDS
     new -= STOPWORDS

@@ -62,12 +62,18 @@ _CASE_STYLES = {
 _AFFIX = re.compile(
     r"\b(start|begin|end|prefix|suffix)(?:s|es|ed|ing)?\b(?:\s+(?:with|by))?\s+(?P<what>[^.;,]+)"
     r"|\b(?:the|a|an)\s+(?P<what2>\S+)\s+(prefix|suffix)\b"
-    r"|\bnamed?\s+(?:\w+\s+){0,2}?(after|with|by|for)\s+(?P<what3>[^.;,]+)",
+    r"|\bnamed?\s+(?:\w+\s+){0,3}?(after|with|by|for)\s+(?P<what3>[^.;,]+)"
+    # A pattern of names: "named raidhall_<subsystem>_total" (its start is fixed).
+    r"|\b(named)\s+(?P<what4>[\w<>.:/-]*[_<][\w<>.:/-]*)",
     re.I,
 )
+# Where what a naming rule says ends: "after the ticket that introduced it" is the ticket.
+_CLAUSE = re.compile(r"\s(?:that|which|who|so|because|since|when|to|and|or|but)\s|\(", re.I)
 _ONLY = re.compile(
     r"\b(?:only|exclusively|solely|nothing\s+but)\s+(?:(?:via|through|with|by|on|in|from|use|"
-    r"uses|using|the|a|an)\s+)*(?P<after>[\w./@+-]+)|(?P<before>[\w./@+-]+)[- ]only\b",
+    r"uses|using|the|a|an)\s+)*(?P<after>[\w./@+-]+)"
+    # "SPM-only", "Swift Package Manager only;": not "GC only runs when" (only when).
+    r"|(?P<before>[\w./@+-]+)(?:-only\b|\s+only(?=\s*(?:[;,.)]|$)))",
     re.I,
 )
 _MORE = re.compile(r"\b(?:also|too|as\s+well|either|any|or|alongside|besides)\b", re.I)
@@ -106,6 +112,65 @@ def exclusivity(
     )
 
 
+# A list of things: "darwin, linux and windows", "eu-west, us-east or ap-south".
+_ITEM = r"[\w./@+-]*\w"
+_LIST = re.compile(
+    rf"\b({_ITEM}(?:\s*,\s*{_ITEM})*,?\s+(?:and|or)\s+{_ITEM}|{_ITEM}(?:\s*,\s*{_ITEM})+)"
+)
+# "only builds darwin and linux": what "only" allows, a list within three words of it.
+_ONLY_WORD = re.compile(r"\b(?:only|exclusively|solely)\s+", re.I)
+
+
+def _items(text: str) -> frozenset[str]:
+    return (
+        frozenset(
+            stem(item.strip().lower()) for item in re.split(r"\s*,\s*|\s+(?:and|or)\s+", text)
+        )
+        - STOPWORDS
+    )
+
+
+def enumerated(
+    a: Sentence,
+    b: Sentence,
+    words_a: frozenset[str],
+    words_b: frozenset[str],
+    common: frozenset[str],
+) -> Finding | None:
+    """``a`` allows only some things ("only builds darwin and linux") where ``b`` lists
+    the same kind with one more ("builds darwin, linux and windows binaries")."""
+    only = first_match(_ONLY_WORD, a.text)
+    if only is None:
+        return None
+    rest = a.text[only.end() :]
+    said = next(
+        (
+            match
+            for match in all_matches(_LIST, rest)
+            if len(rest[: match.start()].split()) <= 2
+            and not re.search(r"[;:.]", rest[: match.start()])
+        ),
+        None,
+    )
+    if said is None:
+        return None
+    allowed = _items(said.group(1))
+    for listed in all_matches(_LIST, b.text):
+        items = _items(listed.group(1))
+        if len(items) < 2 or not (items & allowed) or not (items - allowed):
+            continue
+        # About the same thing beyond the lists: a word in common that neither lists.
+        if not (shared(words_a, words_b, common) - items - allowed):
+            continue
+        return Finding(
+            EXCLUSIVITY,
+            " ".join(sorted(items - allowed))[:80],
+            (a.start + only.start(), a.start + only.end() + said.end()),
+            (b.start + listed.start(), b.start + listed.end()),
+        )
+    return None
+
+
 _EXCEPT = re.compile(r"\b(?:except|but|unless|apart\s+from|other\s+than)\b", re.I)
 _EXCLUSIVE = re.compile(r"\b(?:only|alone|exclusively|solely)\b", re.I)
 _INCLUSIVE = re.compile(
@@ -132,10 +197,13 @@ def inclusive(
         return None  # "all but X", "every one except X": the exception is said
     # What "only" restricts, said by the other side too: the same restriction in other
     # words ("only mutated on the main actor" / "all updates happen on the main actor").
+    # (In its own clause: "created by the matchmaker alone; game servers only report").
+    clause = a.text.find(";", only.end())
+    end = a.start + (clause if clause >= 0 else len(a.text))
     restricted = [
         stem(t.word)
         for t in a.tokens
-        if t.start >= a.start + only.end() and t.word.isalpha() and t.word not in STOPWORDS
+        if a.start + only.end() <= t.start < end and t.word.isalpha() and t.word not in STOPWORDS
     ][:4]
     said = [word for word in restricted if word in words_b]
     if len(said) >= 2 and 2 * len(said) >= len(restricted):
@@ -175,7 +243,14 @@ def naming(
         return None
     for left in all_matches(_AFFIX, a.text):
         for right in all_matches(_AFFIX, b.text):
-            if _anchor(left) != _anchor(right):
+            # A name after something starts with it ("named after the ticket" / "start
+            # with docs/"); a suffix is another matter.
+            if {_anchor(left), _anchor(right)} not in (
+                {"start"},
+                {"end"},
+                {"name"},
+                {"start", "name"},
+            ):
                 continue
             what_a = _content(_what(left))
             what_b = _content(_what(right))
@@ -201,21 +276,52 @@ def naming(
             (left_token.start, left_token.end),
             (right_token.start, right_token.end),
         )
+    # Patterns of names ("match:<match_id>" / "<plural>/<id>") of other shapes.
+    shapes_a = {_shape(m.group(0)): m for m in all_matches(_TEMPLATE, a.text)}
+    shapes_b = {_shape(m.group(0)): m for m in all_matches(_TEMPLATE, b.text)}
+    shapes_a.pop("*", None)  # a lone placeholder ("<id>") says no shape
+    shapes_b.pop("*", None)
+    if shapes_a and shapes_b and set(shapes_a).isdisjoint(shapes_b):
+        left, right = next(iter(shapes_a.values())), next(iter(shapes_b.values()))
+        return Finding(
+            NAMING,
+            " ".join(sorted(context))[:80],
+            (a.start + left.start(), a.start + left.end()),
+            (b.start + right.start(), b.start + right.end()),
+        )
     return None
+
+
+# A pattern of names: literal parts and <placeholders>, at least one of each.
+_TEMPLATE = re.compile(r"[\w.:/-]*<[\w-]+>[\w<>.:/-]*")
+
+
+def _shape(template: str) -> str:
+    """A pattern with its placeholders as stars: "match:<match_id>" is "match:*"."""
+    return re.sub(r"<[^>]*>", "*", template.lower())
 
 
 def _anchor(match: re.Match[str]) -> str:
     """Where a naming rule puts what it says: at the start (a prefix), the end, or the name
     as a whole ("named after the ticket")."""
-    # Groups 1, 4 and 5: the verb or noun of each of _AFFIX's three forms.
-    word = next(g for g in (match.group(1), match.group(4), match.group(5)) if g).lower()
-    if word in ("start", "begin", "prefix"):
+    # Groups 1, 4, 5 and 7: the verb or noun of each of _AFFIX's four forms.
+    word = next(
+        g for g in (match.group(1), match.group(4), match.group(5), match.group(7)) if g
+    ).lower()
+    if word in ("start", "begin", "prefix", "named"):
         return "start"
     return "end" if word in ("end", "suffix") else "name"
 
 
 def _what(match: re.Match[str]) -> str:
-    return match.group("what") or match.group("what2") or match.group("what3") or ""
+    said = (
+        match.group("what")
+        or match.group("what2")
+        or match.group("what3")
+        or match.group("what4")
+        or ""
+    )
+    return _CLAUSE.split(said, maxsplit=1)[0]
 
 
 def _content(text: str) -> set[str]:

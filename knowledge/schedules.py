@@ -21,6 +21,14 @@ _CRON = re.compile(
 _CLOCK = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*(am|pm)\b|\b(\d{1,2}):(\d{2})\b", re.I)
 
 
+_PERIOD_SETTING = re.compile(
+    r"\b\w*(?:period|interval|every|frequency)_?(?:in_?)?"
+    r"(ms|millis|seconds?|secs?|minutes?|mins?|hours?|days?)\b[\"']?\s*[:=]\s*(\d+)\b"
+)
+_SETTING_UNITS = {
+    "ms": 0.001, "milli": 0.001, "second": 1, "sec": 1, "minute": 60, "min": 60,
+    "hour": 3600, "day": 86400,
+}  # fmt: skip
 _CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
 
 
@@ -89,6 +97,11 @@ def schedules(sentence: Sentence) -> list[Schedule]:
         if count:
             n = float(count) if count.isdigit() else float(NUMBER_WORDS.get(count, 1))
         period = n * _PERIODS[unit.rstrip("s")]
+        spans.append((sentence.start + match.start(), sentence.start + match.end()))
+    for match in _PERIOD_SETTING.finditer(lowered):
+        # A setting of how often, its unit in its name: "periodInMinutes: 15".
+        unit = _SETTING_UNITS[match.group(1).rstrip("s")]
+        period = float(match.group(2)) * unit
         spans.append((sentence.start + match.start(), sentence.start + match.end()))
     for match in re.finditer(
         r"\b(hourly|daily|nightly|weekly|monthly|each night|each day)\b", lowered

@@ -57,9 +57,20 @@ def other_scope(a: Words, b: Words, *, times: bool = True) -> bool:
     if (scopes_a ^ scopes_b) and "default" in (a.content | b.content):
         return True
     only_a, only_b = a.content - b.content, b.content - a.content
+    # A place spelled otherwise on each side ("rate-limits.md" / "rate_limits.md") is the
+    # same place: how to spell it may be the very thing they disagree on.
+    both = {_spelling(t) for t in only_a} & {_spelling(t) for t in only_b}
     # Other places of one tree (src/api/ and src/web/); "Party.join/2" is no place.
-    paths_a = {t.split("/")[0] for t in only_a if "/" in t.strip("/") and _place(t)}
-    paths_b = {t.split("/")[0] for t in only_b if "/" in t.strip("/") and _place(t)}
+    paths_a = {
+        t.split("/")[0]
+        for t in only_a
+        if "/" in t.strip("/") and _place(t) and _spelling(t) not in both
+    }
+    paths_b = {
+        t.split("/")[0]
+        for t in only_b
+        if "/" in t.strip("/") and _place(t) and _spelling(t) not in both
+    }
     if paths_a & paths_b:
         return True
     # Another command or code named on each side (`tool deploy` / `tool rollback`).
@@ -77,6 +88,11 @@ TIME_SCOPES = frozenset(
         "friday saturday sunday"
     )
 )
+
+
+def _spelling(token: str) -> str:
+    """A name with its word separators left out: "rate_limits" and "rate-limits" meet."""
+    return re.sub(r"[-_]", "", token)
 
 
 def _place(token: str) -> bool:

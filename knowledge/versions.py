@@ -24,6 +24,10 @@ _PRODUCT_SKIP = word_set(
     "using require requires required support supports pinned pin pins at least minimum min "
     "newer ready this that it"
 )
+# The words of a version setting's name that name no product.
+_SETTING_WORDS = frozenset(
+    ("", "version", "required", "min", "minimum", "max", "maximum", "target", "lowest")
+)
 _INNER = re.compile(r"^(?:[\w.-]+/)*([a-z][a-z0-9_-]*?)(?:[:=@]|==|>=|~=|-)v?(\d+(?:\.\d+){1,3})")
 INFINITY = (10**9,)
 # Numbered references, not products: "RFC 2068", "section 4.4.1", "PEP 8".
@@ -82,6 +86,20 @@ def versions(sentence: Sentence) -> list[Version]:
             product_at -= 1
         if product_at < 0 or product_at < index - 5:
             continue
+        # A setting of a version that names no product ("required_version", not
+        # "minimum_chrome_version") has it named before it: "Terraform required_version",
+        # "pin Terraform with required_version".
+        setting = tokens[product_at].word
+        if "version" in setting and _SETTING_WORDS.issuperset(re.split(r"[-_.]", setting)):
+            named = next(
+                (
+                    at
+                    for at in range(product_at - 1, max(-1, product_at - 4), -1)
+                    if tokens[at].word[:1].isalpha() and tokens[at].word not in _PRODUCT_SKIP
+                ),
+                None,
+            )
+            product_at = product_at if named is None else named
         product = tokens[product_at]
         if (
             not product.word[:1].isalpha()
@@ -96,10 +114,14 @@ def versions(sentence: Sentence) -> list[Version]:
         tail = lowered[token.end - sentence.start : token.end - sentence.start + 14]
         head = lowered[max(0, product.start - sentence.start - 14) : token.start - sentence.start]
         newer = plus == "+" or any(tail.lstrip().startswith(p) for p in _NEWER if p != "+")
-        least = any(re.search(rf"\b{re.escape(p)}\b", head) for p in _AT_LEAST)
+        least = any(re.search(rf"\b{re.escape(p)}\b", head) for p in _AT_LEAST) or bool(
+            re.match(r"(?:min|minimum|lowest)_", setting)
+        )
         # A capitalised name, not the capital that starts the sentence ("Add 0.12 ...").
         capital = product_at > 0 and (product.text[:1].isupper() or product.text.isupper())
-        if not (dotted or operator or newer or least or capital or plus):
+        # A setting of a version says so by its name ("minimum_chrome_version to 116").
+        named_setting = "version" in setting
+        if not (dotted or operator or newer or least or capital or plus or named_setting):
             continue
         parts = _parts(text)
         kind = _OPERATORS.get(operator, "")
@@ -118,7 +140,7 @@ def versions(sentence: Sentence) -> list[Version]:
     return found
 
 
-def _same_product(a: str, b: str) -> bool:
+def same_product(a: str, b: str) -> bool:
     """One product by its names: "postgres" and "postgresql", "esp-idf" and "idf",
     "minimum_chrome_version" and "chrome"."""
     if a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a))):
@@ -136,7 +158,7 @@ def _contains(outer: Version, inner: Version) -> bool:
 def versions_disagree(a: Version, b: Version) -> bool:
     """Two statements of one product's version that cannot both hold."""
     if not (
-        _same_product(a.product, b.product) or (a.product in b.context and b.product in a.context)
+        same_product(a.product, b.product) or (a.product in b.context and b.product in a.context)
     ):
         return False
     if a.pin and b.pin:

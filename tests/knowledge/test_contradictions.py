@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from knowledge import embeddings
-from knowledge.contradictions import CONFLICT, REPEAT, Verdict
+from knowledge import embeddings, rules
+from knowledge.claims import split
+from knowledge.contradictions import CONFLICT, NAMED, REPEAT, Verdict
 from knowledge.contradictions import compare as compare_words
 from knowledge.reading import read
 from knowledge.rules import CLASSES
+from knowledge.said import sentence_words
 
 
 def compare(a: str, b: str) -> Verdict:
@@ -201,6 +203,62 @@ MORE_BY_CLASS = [
      "We're on torch 2.4.0 now; the old one had a checkpoint bug."),
     # a cache's lifetime in other words and units
     ("quantity", "The cache TTL is 300 seconds.", "Cached pages live for 10 minutes."),
+    # the same file spelled otherwise is no other place: its spelling is what they dispute
+    ("naming", "Guide file names are kebab-case: docs/setup/first-steps.md is served at"
+     " /setup/first-steps.", "Name guide files in snake_case (docs/setup/first_steps.md)."),
+    # a tool one prescribes (a command's program) and the other denies, four words on
+    ("polarity", "Format the code with black: run `black .` before each commit.",
+     "Don't use black to format the code here; ruff format is the formatter."),
+    # an identifier of code names one thing: one more word in common will do
+    ("polarity", "Always wrap publish_event() in transaction.on_commit() so subscribers see"
+     " saved rows.", "Do not call publish_event() from transaction.on_commit(): saved rows then"
+     " miss the broker retries."),
+    # opposite words beside the same phrase, in memories otherwise apart
+    ("polarity", "`fastlane beta` uploads to TestFlight; `fastlane release` submits with phased"
+     " release enabled.", "Phased release is off for the app: new versions reach every user"
+     " at once."),
+    # an adverb against its opposite adjective
+    ("polarity", "WAL fsync is synchronous on every commit by default.",
+     "By default the WAL is fsynced asynchronously every 100 ms by a background task."),
+    # "alone" restricts its own clause; a sentence with much in common says "its own"
+    ("exclusivity", "Invoice rows are created by the billing service alone; other services only"
+     " report totals.", "For refunds the support service creates its own invoice row through the"
+     " internal API."),
+    # "only" a list, against the same list with one more
+    ("exclusivity", "Since 2.0 the release job only builds linux and macos installers.",
+     "The release job builds linux, macos and windows installers."),
+    # a version setting's product is named before it
+    ("version", 'Pin Terraform with required_version = "~> 1.5.0" in every root module.',
+     "Every root module requires Terraform >= 1.7."),
+    # a pattern of names, a prefix; a name after something, a start
+    ("naming", "Counters are named shop_<area>_<name>_total.",
+     "Counters keep the app_ prefix that the dashboards query."),
+    ("naming", "Feature branch names start with feat/ and a short slug.",
+     "Name every feature branch after its ticket, like PROJ-123-short-title."),
+    ("naming", "Flags are named with the owning team as prefix.",
+     "Name every flag after the ticket that introduced it so stale flags can be found."),
+    # how often, said by a setting whose name holds its unit
+    ("schedule", "The cleanup alarm is registered with periodInMinutes: 30.",
+     "The cleanup alarm fires hourly."),
+    # each prescribes a tool the other never names, for the same thing
+    ("choice", "Use poetry for dependency installs on developer machines.",
+     "Install the dependencies on developer machines with `pip install -r requirements.txt`."),
+    # a tool one runs, which the other forbids
+    ("polarity", "Dev environments are managed with hatch: `hatch env create`.",
+     "Never use hatch for the base environment; it cannot build the native toolkit."),
+    # required against omitted
+    ("polarity", "--profile is required; the CLI has no built-in profile.",
+     "If --profile is omitted, the CLI falls back to the default profile."),
+    # "e.g." ends no sentence: what follows it is said of the same thing
+    ("naming", "Messages use SCREAMING_SNAKE types prefixed with the sender, e.g. CS_SAVE (see"
+     " src/events.ts).", "Message names are lowercase dotted paths, and src/events.ts rejects"
+     " anything else."),
+    # patterns of names of another shape
+    ("naming", 'Cache keys are "user:<id>:profile" and "team:<id>:members".',
+     "Cache keys follow <kind>/<id>, for example users/42."),
+    # a version setting's name says what it is a version of, and that it is a floor
+    ("version", "manifest.json sets minimum_chrome_version to 116 for chrome.sidePanel.open().",
+     "We still support Chrome 110 and later; sidePanel is feature-detected."),
 ]  # fmt: skip
 
 
@@ -227,6 +285,17 @@ AGREEING = [
     # a bug report mentions a name, it does not deny it
     ("This fixes a bug with the SharedDataMiddleware that broke file loading.",
      "The SharedDataMiddleware serves files with an ETag."),
+    # two sentences alike in words, each about a thing of its own (memories otherwise apart)
+    (":meth:`Response.freeze` now sets the content length, so cached copies keep one.",
+     "make_conditional no longer sets content lengths when the application already gave one."),
+    # "instead of X for Y" denies X, not Y
+    ("Added comment on unicode values on dump_cookie",
+     "use arg instead of const for dump_cookie max_size, add changelog"),
+    # a version retired is not its product retired
+    ("Documented that support for Python 2.6 was dropped with 1.0.",
+     "Mark the package compatible with Python 3.12."),
+    # a lone placeholder is no pattern of names
+    ("Cache keys carry the <id> of their owner.", "Cache keys are user:42:profile and the like."),
 ]  # fmt: skip
 
 
@@ -254,3 +323,45 @@ def test_two_change_log_entries_are_history_not_claims():
         compare_words("Use pnpm for installs.", "Moved from pnpm to npm for installs.").kind
         == CONFLICT
     )
+
+
+def test_versions_of_one_product_are_compared_however_little_else_is_shared():
+    a = (
+        "Build the firmware with ESP-IDF v5.1.x: the status LED driver changed its RMT calls"
+        " in later releases and breaks."
+    )
+    b = "The CI image builds firmware on espressif/idf:v5.2.1 cleanly; nobody checks older ones."
+    verdict = compare_words(a, b)
+    assert verdict.similarity < NAMED
+    assert verdict.kind == CONFLICT
+    assert verdict.evidence["class"] == "version"
+
+
+def test_only_before_a_verb_restricts_the_verb_not_the_name():
+    def exclusive(a: str, b: str) -> rules.Finding | None:
+        (first,), (second,) = split(a), split(b)
+        words = frozenset(sentence_words(first)), frozenset(sentence_words(second))
+        return rules.exclusivity(first, second, *words, frozenset())
+
+    # "GC only runs when ...": GC runs only then; it is not "GC-only".
+    assert (
+        exclusive(
+            "Blob file GC only runs when the last level of blob files is compacted.",
+            "Values over 64 KiB are written to blob files with a pointer in the SSTable.",
+        )
+        is None
+    )
+    finding = exclusive(
+        "Dependencies are SPM-only for the app target.",
+        "The app target gets its dependencies from CocoaPods.",
+    )
+    assert finding is not None
+    assert finding.about == "spm"
+
+
+def test_an_abbreviation_ends_no_sentence():
+    sentences = split("Use a prefix, e.g. CS_SAVE, i.e. the sender's. Then the verb.")
+    assert [sentence.text for sentence in sentences] == [
+        "Use a prefix, e.g. CS_SAVE, i.e. the sender's.",
+        "Then the verb.",
+    ]
