@@ -102,6 +102,7 @@ for _left, _right in _OPPOSITES:
     OPPOSITES[_right] = OPPOSITES.get(_right, frozenset()) | {_left}
 # Verbs before the tool a memory prescribes ("use X", not "move X").
 USE = word_set("use uses using prefer prefers preferred choose pick adopt adopted rely relies")
+_ARTICLES = word_set("the a an")
 # Verbs and prepositions before the thing a memory prescribes: "use X", "prefer X", ...
 PRESCRIBE = word_set(
     "use uses using prefer prefers preferred choose chose pick adopt adopted rely relies via "
@@ -414,7 +415,15 @@ _COMMAND = re.compile(r"^\s*([A-Za-z][\w.-]*)\s+\S")
 def _tools(words: Words) -> set[str]:
     """What a text prescribes by name: the object of a prescribing word ("use slog",
     "switched to koanf") and the program of each command it quotes (`uv sync`)."""
-    prescribed = {word for verb, word in _prescribed(words).items() if verb in USE}
+    prescribed = set()
+    tokens = words.tokens
+    for index, token in enumerate(tokens[:-1]):
+        if token not in USE:
+            continue
+        # "use the pnpm CLI", not "prefer to check" (a verb, not a tool)
+        ahead = [t for t in tokens[index + 1 : index + 3] if t not in _ARTICLES]
+        if ahead and ahead[0] not in STOPWORDS | NEGATORS and not NUMBER.match(ahead[0]):
+            prescribed.add(stem(ahead[0]))
     commands = (_COMMAND.match(span) for span in _CODE_SPAN.findall(words.text))
     return prescribed | {stem(command.group(1).lower()) for command in commands if command}
 

@@ -59,7 +59,7 @@ def other_scope(a: Words, b: Words, *, times: bool = True) -> bool:
     only_a, only_b = a.content - b.content, b.content - a.content
     # A place spelled otherwise on each side ("rate-limits.md" / "rate_limits.md") is the
     # same place: how to spell it may be the very thing they disagree on.
-    both = {_spelling(t) for t in only_a} & {_spelling(t) for t in only_b}
+    both = {_spelling(t) for t in only_a if "/" in t} & {_spelling(t) for t in only_b if "/" in t}
     # Other places of one tree (src/api/ and src/web/); "Party.join/2" is no place.
     paths_a = {
         t.split("/")[0]
