@@ -46,8 +46,8 @@ class Sentence:
 _TOKEN = re.compile(r"[A-Za-z0-9%][A-Za-z0-9_./:+#%@*'-]*[A-Za-z0-9+#%*]|[A-Za-z0-9%*]|[<>=~^]+")
 
 
-# "e.g.", "i.e.", "etc." and "vs." end no sentence.
-_NOT_ABBREVIATED = r"(?<![Ee]\.g\.)(?<![Ii]\.e\.)(?<!etc\.)(?<!\bvs\.)"
+# "e.g.", "i.e." and "vs." end no sentence ("etc." often does).
+_NOT_ABBREVIATED = r"(?<![Ee]\.g\.)(?<![Ii]\.e\.)(?<!\bvs\.)"
 
 
 def split(text: str) -> list[Sentence]:

@@ -211,8 +211,9 @@ def compare(
     embeddings' (None without a model); ``common`` the stems their neighbourhood shares
     anyway (a history's boilerplate), which say nothing about either. They are compared
     when they are about the same thing: that cosine, or the share of words they share, at
-    least ``similarity``; or a name, identifier or version in common and at least NAMED.
-    The classes (knowledge.rules) read them sentence by sentence."""
+    least ``similarity``; or a name, identifier, tool or version in common and at least
+    NAMED; below NAMED, only versions of one product in two sentences alike in words. The
+    classes (knowledge.rules) read them sentence by sentence."""
     whole_a, whole_b = read(a), read(b)
     content_a, content_b = whole_a.content - common, whole_b.content - common
     shared = overlap(content_a, content_b)
@@ -222,9 +223,9 @@ def compare(
         or bool(_measured(whole_a) & _measured(whole_b))
         or bool((whole_a.old | whole_a.new) & content_b)
         or bool((whole_b.old | whole_b.new) & content_a)
-        # a tool one prescribes ("use uv", `uv sync`) is a name too
-        or bool(_tools(whole_a) & content_b)
-        or bool(_tools(whole_b) & content_a)
+        # a tool one runs (`uv sync`), or prescribes by a name ("use log/slog"), is a name
+        or bool(_named_tools(whole_a) & content_b)
+        or bool(_named_tools(whole_b) & content_a)
     )
     evidence: dict[str, object] = {
         "similarity": round(score, 3),
@@ -240,12 +241,18 @@ def compare(
     history = _reports(a) and _reports(b)
     findings: list[rules.Finding] = []
     if not history:
-        # Below ``similarity``, without a name in common, only what names its own subject
-        # counts: a version of one product, a quantity or a schedule of the same words.
-        findings += _findings(a, b, common, measured_only=not close, close=score >= similarity)
-    if versions_only:
-        findings = [finding for finding in findings if finding.kind == rules.VERSION]
-    elif close and not history:
+        # Below ``similarity``, without a name in common, what names its own subject (a
+        # version of one product, a quantity or a schedule of the same words, names), the
+        # same phrase with opposite words, and sentences alike in words (``_findings``).
+        findings += _findings(
+            a,
+            b,
+            common,
+            measured_only=not close,
+            close=score >= similarity,
+            versions_only=versions_only,
+        )
+    if close and not history and not versions_only:
         if not other_scope(whole_a, whole_b):
             findings += _denied_names(a, b, whole_a, whole_b, common)
         findings += _choice_findings(
@@ -256,6 +263,7 @@ def compare(
     evidence["onlyFirst"] = only_a[:12]
     evidence["onlySecond"] = only_b[:12]
     if findings:
+        findings = list({(f.kind, f.first, f.second): f for f in findings}.values())
         findings.sort(key=lambda f: -STRENGTH[f.kind])
         evidence["class"] = findings[0].kind
         evidence["classes"] = sorted({f.kind for f in findings})
@@ -299,9 +307,16 @@ def _reports(text: str) -> bool:
 
 
 def _findings(
-    a: str, b: str, common: frozenset[str], *, measured_only: bool = False, close: bool = False
+    a: str,
+    b: str,
+    common: frozenset[str],
+    *,
+    measured_only: bool = False,
+    close: bool = False,
+    versions_only: bool = False,
 ) -> list[rules.Finding]:
-    """The class rules over every two sentences about the same thing (one from each)."""
+    """The class rules over every two sentences about the same thing (one from each);
+    ``versions_only``: only versions, between sentences that share words."""
     left, right = Read.of(a), Read.of(b)
     found: list[rules.Finding] = []
     for one, words_a, said_a in zip(left.sentences, left.words, left.said, strict=True):
@@ -310,6 +325,14 @@ def _findings(
             if other_scope(said_a.reading, said_b.reading, times=False):
                 continue
             aligned = len(shared) >= ALIGNED_WORDS
+            if versions_only:
+                if aligned:
+                    found += [
+                        finding
+                        for finding in rules.measured(said_a, said_b, aligned)
+                        if finding.kind == rules.VERSION
+                    ]
+                continue
             # Versions of one product, quantities and schedules of one thing: their own
             # reading says what they are about.
             strong = len(shared) >= STRONGLY_ALIGNED
@@ -337,7 +360,7 @@ def _findings(
                 polarity.absent(one, other, words_b),
                 _flipped(polarity.absent(other, one, words_a)),
                 polarity.settings(one, other, a, b),
-                polarity.opposites(one, other, words_a, words_b, common),
+                polarity.opposites(one, other, words_a, words_b, common, orders=not measured_only),
                 rules.exclusivity(one, other, words_a, words_b, common),
                 rules.enumerated(one, other, words_a, words_b, common),
                 _flipped(rules.enumerated(other, one, words_b, words_a, common)),
@@ -373,8 +396,8 @@ def _denied_names(
     # ("use slog", a command's program: `uv sync`), however they are spelled.
     names = (whole_a.specific | whole_b.specific | _tools(whole_a) | _tools(whole_b)) - common
     # About the same thing beyond the name: two more words in common, or one beside an
-    # identifier of code (finalize_invoice, allowsBackgroundLocationUpdates) or a tool the
-    # other prescribes (`uv sync`), which name one thing only.
+    # identifier of code (finalize_invoice, allowsBackgroundLocationUpdates) or the program
+    # of a command the other runs (`uv sync`), which name one thing only.
     context = (whole_a.content & whole_b.content) - names - common
     if not context:
         return found
@@ -385,7 +408,7 @@ def _denied_names(
             for word in sorted(
                 polarity.denied(denier.text) & other.asserted & names - other.negated
             )
-            if (len(context) >= 2 or word in code or word in _tools(other))
+            if (len(context) >= 2 or word in code or word in _commands(other))
             and _relied_on(other.text, word)
         ]
         if denied:
@@ -413,8 +436,8 @@ _COMMAND = re.compile(r"^\s*([A-Za-z][\w.-]*)\s+\S")
 
 
 def _tools(words: Words) -> set[str]:
-    """What a text prescribes by name: the object of a prescribing word ("use slog",
-    "switched to koanf") and the program of each command it quotes (`uv sync`)."""
+    """What a text prescribes by name: the object of "use" ("use slog") and the program of
+    each command it quotes (`uv sync`)."""
     prescribed = set()
     tokens = words.tokens
     for index, token in enumerate(tokens[:-1]):
@@ -424,8 +447,19 @@ def _tools(words: Words) -> set[str]:
         ahead = [t for t in tokens[index + 1 : index + 3] if t not in _ARTICLES]
         if ahead and ahead[0] not in STOPWORDS | NEGATORS and not NUMBER.match(ahead[0]):
             prescribed.add(stem(ahead[0]))
-    commands = (_COMMAND.match(span) for span in _CODE_SPAN.findall(words.text))
-    return prescribed | {stem(command.group(1).lower()) for command in commands if command}
+    return prescribed | _commands(words)
+
+
+def _named_tools(words: Words) -> set[str]:
+    """The tools a text names as names: its commands' programs, and what "use" names when
+    it is an identifier, a path or a name in capitals ("use feature flags" names none)."""
+    return (_tools(words) & words.specific) | _commands(words)
+
+
+def _commands(words: Words) -> set[str]:
+    """The program of each command a text quotes (`uv sync`): a tool by its own name."""
+    spans = _CODE_SPAN.findall(words.text)
+    return {stem(match.group(1).lower()) for match in map(_COMMAND.match, spans) if match}
 
 
 def _relied_on(text: str, word: str) -> bool:

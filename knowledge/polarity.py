@@ -82,6 +82,7 @@ def base(word: str) -> str:
     return stem(word)
 
 
+_ORDER = frozenset(("before", "after", "over", "under", "first", "last"))
 OPPOSITE: dict[str, set[str]] = {}
 for _left, _right in _OPPOSITE_PAIRS:
     for _one, _other in ((_left, _right), (_right, _left)):
@@ -163,7 +164,10 @@ def absent(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | None:
 
 
 # Where what a denial denies ends: "instead of const for dump_cookie" denies the const.
-_BOUNDARY = r"(?:for|in|on|at|with|when|if|because|since|so|to|from|by|into|inside|after|before)\b"
+_BOUNDARY = (
+    r"(?:for|in|on|at|with|when|if|because|since|so|to|from|by|into|inside|after|before|"
+    r"more|less|fewer|than|longer|matter|only|sooner)\b"
+)
 _DENY_BEFORE = re.compile(
     r"\b(?:don't|do\s+not|does\s+not|doesn't|never|not|no|no\s+longer|without|avoid|"
     r"stop\s+using|instead\s+of|rather\s+than)\s+((?:(?!"
@@ -237,12 +241,14 @@ def opposites(
     common: frozenset[str],
     *,
     beside: int = 1,
+    orders: bool = True,
 ) -> Finding | None:
     """Opposite words in two sentences that otherwise say the same ("X is enabled in
     staging" / "X is disabled in staging"). ``beside``: how many of the words they share
     must stand within reach of both opposite words (two: the same phrase, "phased release
     enabled" / "phased release is off", says what they are about on its own), else much
-    in common will do."""
+    in common will do; ``orders``: whether "before" / "after" count (not between memories
+    alike only in a sentence or two)."""
     # Opposites may be words too common to carry meaning alone ("on", "off").
     said_a = words_a | {base(t.word) for t in a.tokens}
     said_b = words_b | {base(t.word) for t in b.tokens}
@@ -255,6 +261,12 @@ def opposites(
     alike = len(rest) >= 0.5 * min(len(words_a), len(words_b)) - 1
     for word in sorted(only_a):
         other = OPPOSITE.get(word, set()) & only_b
+        if beside > 1 or not orders:
+            # An order says when, not whether: "migrate before deploying" and "warm the
+            # cache after deploying" are two steps (unless the memories are alike).
+            other -= _ORDER
+            if word in _ORDER:
+                continue
         if not other:
             continue
         found = sorted(other)[0]

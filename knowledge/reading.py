@@ -76,7 +76,7 @@ _COPULAS = word_set("is are was were be been do does did has have had can will w
 # A word: letters, digits and the marks inside identifiers, paths and versions.
 _WORD = re.compile(r"[A-Za-z0-9%][A-Za-z0-9_./:+#%@-]*[A-Za-z0-9+#%]|[A-Za-z0-9%]")
 _SENTENCE = re.compile(
-    r"(?<=[.!?;])(?<![Ee]\.g\.)(?<![Ii]\.e\.)(?<!etc\.)(?<!\bvs\.)\s+(?=\S)|\n+|\s+-\s+"
+    r"(?<=[.!?;])(?<![Ee]\.g\.)(?<![Ii]\.e\.)(?<!\bvs\.)\s+(?=\S)|\n+|\s+-\s+"
     r"|\s*\u2014\s*|\s+--\s+"
 )
 NUMBER = re.compile(r"^v?(\d+(?:[._]\d+)*)(?:\.x)?([a-z%]*)$")

@@ -121,6 +121,12 @@ _LIST = re.compile(
 _ONLY_WORD = re.compile(r"\b(?:only|exclusively|solely)\s+", re.I)
 
 
+def _word_before(text: str, at: int) -> str | None:
+    """The stem of the last word before offset ``at``."""
+    words = re.findall(r"[A-Za-z][\w-]*", text[:at])
+    return stem(words[-1].lower()) if words else None
+
+
 def _items(text: str) -> frozenset[str]:
     return (
         frozenset(
@@ -137,8 +143,9 @@ def enumerated(
     words_b: frozenset[str],
     common: frozenset[str],
 ) -> Finding | None:
-    """``a`` allows only some things ("only builds darwin and linux") where ``b`` lists
-    the same kind with one more ("builds darwin, linux and windows binaries")."""
+    """``a`` allows only some things ("only builds darwin and linux": a list at most two
+    words after "only") where ``b`` lists the same kind after the same word, with one more
+    ("builds darwin, linux and windows binaries")."""
     only = first_match(_ONLY_WORD, a.text)
     if only is None:
         return None
@@ -155,9 +162,14 @@ def enumerated(
     if said is None:
         return None
     allowed = _items(said.group(1))
+    verb = _word_before(a.text, only.end() + said.start()) or _word_before(a.text, only.start())
     for listed in all_matches(_LIST, b.text):
         items = _items(listed.group(1))
         if len(items) < 2 or not (items & allowed) or not (items - allowed):
+            continue
+        # Allowed for the same thing: the same word before both lists ("only builds darwin
+        # and linux" / "builds darwin, linux and windows"; "delete" is not "view").
+        if not verb or verb != _word_before(b.text, listed.start()):
             continue
         # About the same thing beyond the lists: a word in common that neither lists.
         if not (shared(words_a, words_b, common) - items - allowed):
@@ -243,14 +255,7 @@ def naming(
         return None
     for left in all_matches(_AFFIX, a.text):
         for right in all_matches(_AFFIX, b.text):
-            # A name after something starts with it ("named after the ticket" / "start
-            # with docs/"); a suffix is another matter.
-            if {_anchor(left), _anchor(right)} not in (
-                {"start"},
-                {"end"},
-                {"name"},
-                {"start", "name"},
-            ):
+            if _anchor(left) != _anchor(right):
                 continue
             what_a = _content(_what(left))
             what_b = _content(_what(right))
@@ -277,6 +282,8 @@ def naming(
             (right_token.start, right_token.end),
         )
     # Patterns of names ("match:<match_id>" / "<plural>/<id>") of other shapes.
+    # Patterns of names built otherwise: other separators ("match:<id>" / "<plural>/<id>"),
+    # not other words between the same ones ("user:<id>" / "session:<sid>" name two things).
     shapes_a = {_shape(m.group(0)): m for m in all_matches(_TEMPLATE, a.text)}
     shapes_b = {_shape(m.group(0)): m for m in all_matches(_TEMPLATE, b.text)}
     shapes_a.pop("*", None)  # a lone placeholder ("<id>") says no shape
@@ -293,12 +300,13 @@ def naming(
 
 
 # A pattern of names: literal parts and <placeholders>, at least one of each.
-_TEMPLATE = re.compile(r"[\w.:/-]*<[\w-]+>[\w<>.:/-]*")
+_TEMPLATE = re.compile(r"(?<![\w.:/-])[\w.:/-]*<[\w-]+>[\w<>.:/-]*")
 
 
 def _shape(template: str) -> str:
-    """A pattern with its placeholders as stars: "match:<match_id>" is "match:*"."""
-    return re.sub(r"<[^>]*>", "*", template.lower())
+    """A pattern's separators and placeholders: "match:<match_id>" is ":*", "<plural>/<id>"
+    is "*/*"."""
+    return re.sub(r"[a-z0-9]+", "", re.sub(r"<[^>]*>", "*", template.lower()))
 
 
 def _anchor(match: re.Match[str]) -> str:

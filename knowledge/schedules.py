@@ -14,15 +14,18 @@ _DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "su
 _DAY = {day[:3]: n for n, day in enumerate(_DAYS)} | {day: n for n, day in enumerate(_DAYS)}
 _PERIODS = {"hourly": 3600, "daily": 86400, "nightly": 86400, "weekly": 604800,
             "monthly": 2592000, "night": 86400, "day": 86400, "hour": 3600, "week": 604800,
-            "minute": 60, "month": 2592000, "morning": 86400, "evening": 86400}  # fmt: skip
+            "second": 1, "minute": 60, "month": 2592000, "morning": 86400,
+            "evening": 86400}  # fmt: skip
 _CRON = re.compile(
     r"(?<![\w*/,-])([\d*/,-]+)\s+([\d*/,-]+)\s+([\d*/,?LW-]+)\s+([\d*/,a-zA-Z-]+)\s+([\d*/,a-zA-Z?#L-]+)(?![\w*/,-])"
 )
 _CLOCK = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*(am|pm)\b|\b(\d{1,2}):(\d{2})\b", re.I)
 
 
+# How often, by a setting's name: "periodInMinutes", "poll_interval_seconds", not a
+# duration ("terminationGracePeriodSeconds", "trial_period_days").
 _PERIOD_SETTING = re.compile(
-    r"\b\w*(?:period|interval|every|frequency)_?(?:in_?)?"
+    r"\b\w*(?:(?:interval|every|frequency)_?(?:in_?)?|period_?in_?)"
     r"(ms|millis|seconds?|secs?|minutes?|mins?|hours?|days?)\b[\"']?\s*[:=]\s*(\d+)\b"
 )
 _SETTING_UNITS = {
@@ -89,7 +92,7 @@ def schedules(sentence: Sentence) -> list[Schedule]:
                     days.add(_DAY[piece.lower()[:3]])
         spans.append((sentence.start + match.start(), sentence.start + match.end()))
     for match in re.finditer(
-        r"\bevery\s+(?:(\d+|[a-z]+)\s+)?(minutes?|hours?|days?|weeks?|months?|nights?|mornings?)\b",
+        r"\bevery\s+(?:(\d+|[a-z]+)\s+)?(seconds?|minutes?|hours?|days?|weeks?|months?|nights?|mornings?)\b",
         lowered,
     ):
         count, unit = match.groups()
@@ -100,7 +103,7 @@ def schedules(sentence: Sentence) -> list[Schedule]:
         spans.append((sentence.start + match.start(), sentence.start + match.end()))
     for match in _PERIOD_SETTING.finditer(lowered):
         # A setting of how often, its unit in its name: "periodInMinutes: 15".
-        unit = _SETTING_UNITS[match.group(1).rstrip("s")]
+        unit = _SETTING_UNITS.get(match.group(1)) or _SETTING_UNITS[match.group(1).rstrip("s")]
         period = float(match.group(2)) * unit
         spans.append((sentence.start + match.start(), sentence.start + match.end()))
     for match in re.finditer(

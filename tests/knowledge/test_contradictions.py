@@ -233,13 +233,13 @@ MORE_BY_CLASS = [
     # a pattern of names, a prefix; a name after something, a start
     ("naming", "Counters are named shop_<area>_<name>_total.",
      "Counters keep the app_ prefix that the dashboards query."),
-    ("naming", "Feature branch names start with feat/ and a short slug.",
-     "Name every feature branch after its ticket, like PROJ-123-short-title."),
     ("naming", "Flags are named with the owning team as prefix.",
      "Name every flag after the ticket that introduced it so stale flags can be found."),
     # how often, said by a setting whose name holds its unit
     ("schedule", "The cleanup alarm is registered with periodInMinutes: 30.",
      "The cleanup alarm fires hourly."),
+    ("schedule", "The sync worker polls the queue with poll_interval_ms: 500.",
+     "The sync worker polls the queue every 2 seconds."),
     # each prescribes a tool the other never names, for the same thing
     ("choice", "Use poetry for dependency installs on developer machines.",
      "Install the dependencies on developer machines with `pip install -r requirements.txt`."),
@@ -294,8 +294,26 @@ AGREEING = [
     # a version retired is not its product retired
     ("Documented that support for Python 2.6 was dropped with 1.0.",
      "Mark the package compatible with Python 3.12."),
+    # a plain word after "use" is no tool: one more word in common is not enough
+    ("Use feature flags for every risky change.",
+     "Feature flags are not evaluated in the worker process."),
+    # "no more than" limits, it does not deny
+    ("Run no more than 5 Celery workers per host.", "We use Celery workers for background jobs."),
+    # a duration setting is no schedule
+    ("The web pods set terminationGracePeriodSeconds: 30.",
+     "The web pods are restarted nightly by the cron job."),
+    # patterns of names with the same separators name two things
+    ("Cache keys look like user:<id> in Redis.", "Session keys look like session:<sid> in Redis."),
+    # "only" a list for one verb, another list for another
+    ("Only admins and owners can delete projects.",
+     "Admins, owners and members can view projects."),
+    # an order says when, not whether
+    ("Run database migrations before deploying the web service.",
+     "Warm the cache after deploying the web service."),
+    # named after a ticket and starting with feat/ can both hold
+    ("Feature branches are named after the Jira ticket.", "Feature branch names start with feat/."),
     # a lone placeholder is no pattern of names
-    ("Cache keys carry the <id> of their owner.", "Cache keys are user:42:profile and the like."),
+    ("Cache keys carry the <id> of their owner.", "Cache keys follow user:<id>:profile."),
 ]  # fmt: skip
 
 
@@ -335,6 +353,14 @@ def test_versions_of_one_product_are_compared_however_little_else_is_shared():
     assert verdict.similarity < NAMED
     assert verdict.kind == CONFLICT
     assert verdict.evidence["class"] == "version"
+    # Sentences that share no words besides the product say two things.
+    assert (
+        compare_words(
+            "Node 18.19.0 is used by the legacy admin panel.",
+            "The marketing site is built with Node 20.11.1 on Netlify.",
+        ).kind
+        is None
+    )
 
 
 def test_only_before_a_verb_restricts_the_verb_not_the_name():
@@ -360,8 +386,9 @@ def test_only_before_a_verb_restricts_the_verb_not_the_name():
 
 
 def test_an_abbreviation_ends_no_sentence():
-    sentences = split("Use a prefix, e.g. CS_SAVE, i.e. the sender's. Then the verb.")
+    sentences = split("Use a prefix, e.g. CS_SAVE, i.e. the sender's. Then a verb, etc. Done.")
     assert [sentence.text for sentence in sentences] == [
         "Use a prefix, e.g. CS_SAVE, i.e. the sender's.",
-        "Then the verb.",
+        "Then a verb, etc.",
+        "Done.",
     ]
