@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from knowledge import polarity, rules, versions
+from knowledge import polarity, repeats, rules, tools, versions
 from knowledge.claims import split
 from knowledge.reading import (
     NEGATORS,
@@ -100,9 +100,6 @@ OPPOSITES: dict[str, frozenset[str]] = {}
 for _left, _right in _OPPOSITES:
     OPPOSITES[_left] = OPPOSITES.get(_left, frozenset()) | {_right}
     OPPOSITES[_right] = OPPOSITES.get(_right, frozenset()) | {_left}
-# Verbs before the tool a memory prescribes ("use X", not "move X").
-USE = word_set("use uses using prefer prefers preferred choose pick adopt adopted rely relies")
-_ARTICLES = word_set("the a an")
 # Verbs and prepositions before the thing a memory prescribes: "use X", "prefer X", ...
 PRESCRIBE = word_set(
     "use uses using prefer prefers preferred choose chose pick adopt adopted rely relies via "
@@ -186,8 +183,6 @@ def _prescribed(words: Words) -> dict[str, str]:
 ALIGNED_WORDS = 2
 # Two sentences that share this many are about the same thing whatever their numbers measure.
 STRONGLY_ALIGNED = 3
-# How many words that carry meaning a memory needs to repeat another with other words.
-SUBSTANCE = 3
 # Two memories that share a name or identifier are about the same thing at a lower
 # similarity than ``similarity`` asks of the others, but not below this.
 NAMED = 0.25
@@ -224,8 +219,8 @@ def compare(
         or bool((whole_a.old | whole_a.new) & content_b)
         or bool((whole_b.old | whole_b.new) & content_a)
         # a tool one runs (`uv sync`), or prescribes by a name ("use log/slog"), is a name
-        or bool(_named_tools(whole_a) & content_b)
-        or bool(_named_tools(whole_b) & content_a)
+        or bool(tools.named(whole_a) & content_b)
+        or bool(tools.named(whole_b) & content_a)
     )
     evidence: dict[str, object] = {
         "similarity": round(score, 3),
@@ -277,7 +272,7 @@ def compare(
             evidence["class"] = "reworded"
             return Verdict(REPEAT, score, evidence)
         return Verdict(None, score, evidence)
-    if score >= similarity and _repeats(whole_a, whole_b, repeat_overlap, cosine, common):
+    if score >= similarity and repeats.repeats(whole_a, whole_b, repeat_overlap, cosine, common):
         evidence["class"] = "paraphrase" if shared < repeat_overlap else "reworded"
         return Verdict(REPEAT, score, evidence)
     if score >= similarity:
@@ -394,21 +389,23 @@ def _denied_names(
     found: list[rules.Finding] = []
     # Names: identifiers, paths, names in capitals, and the tools either side prescribes
     # ("use slog", a command's program: `uv sync`), however they are spelled.
-    names = (whole_a.specific | whole_b.specific | _tools(whole_a) | _tools(whole_b)) - common
+    names = (
+        whole_a.specific | whole_b.specific | tools.prescribed(whole_a) | tools.prescribed(whole_b)
+    ) - common
     # About the same thing beyond the name: two more words in common, or one beside an
     # identifier of code (finalize_invoice, allowsBackgroundLocationUpdates) or the program
     # of a command the other runs (`uv sync`), which name one thing only.
     context = (whole_a.content & whole_b.content) - names - common
     if not context:
         return found
-    code = _identifiers(whole_a.text) | _identifiers(whole_b.text)
+    code = tools.identifiers(whole_a.text) | tools.identifiers(whole_b.text)
     for denier, other, flip in ((whole_a, whole_b, False), (whole_b, whole_a, True)):
         denied = [
             word
             for word in sorted(
                 polarity.denied(denier.text) & other.asserted & names - other.negated
             )
-            if (len(context) >= 2 or word in code or word in _commands(other))
+            if (len(context) >= 2 or word in code or word in tools.commands(other))
             and _relied_on(other.text, word)
         ]
         if denied:
@@ -420,46 +417,6 @@ def _denied_names(
                 else rules.Finding(rules.POLARITY, word, left, right)
             )
     return found
-
-
-_IDENTIFIER = re.compile(r"\b[A-Za-z]\w*(?:_\w*[A-Za-z0-9]|[a-z][A-Z]\w*)")
-
-
-def _identifiers(text: str) -> set[str]:
-    """The stems of a text's identifiers of code: snake_case or camelCase names."""
-    return {stem(name.lower()) for name in _IDENTIFIER.findall(text)}
-
-
-_CODE_SPAN = re.compile(r"`([^`]+)`")
-# A command: a program and what it is given ("uv sync", "pip install -r requirements.txt").
-_COMMAND = re.compile(r"^\s*([A-Za-z][\w.-]*)\s+\S")
-
-
-def _tools(words: Words) -> set[str]:
-    """What a text prescribes by name: the object of "use" ("use slog") and the program of
-    each command it quotes (`uv sync`)."""
-    prescribed = set()
-    tokens = words.tokens
-    for index, token in enumerate(tokens[:-1]):
-        if token not in USE:
-            continue
-        # "use the pnpm CLI", not "prefer to check" (a verb, not a tool)
-        ahead = [t for t in tokens[index + 1 : index + 3] if t not in _ARTICLES]
-        if ahead and ahead[0] not in STOPWORDS | NEGATORS and not NUMBER.match(ahead[0]):
-            prescribed.add(stem(ahead[0]))
-    return prescribed | _commands(words)
-
-
-def _named_tools(words: Words) -> set[str]:
-    """The tools a text names as names: its commands' programs, and what "use" names when
-    it is an identifier, a path or a name in capitals ("use feature flags" names none)."""
-    return (_tools(words) & words.specific) | _commands(words)
-
-
-def _commands(words: Words) -> set[str]:
-    """The program of each command a text quotes (`uv sync`): a tool by its own name."""
-    spans = _CODE_SPAN.findall(words.text)
-    return {stem(match.group(1).lower()) for match in map(_COMMAND.match, spans) if match}
 
 
 def _relied_on(text: str, word: str) -> bool:
@@ -489,8 +446,8 @@ def _choice_findings(
     found = []
     # Each prescribes a tool the other never names, in sentences about the same thing ("use
     # pnpm for installs" / "install dependencies with `npm ci`").
-    for left in sorted(_tools(whole_a) - whole_b.content):
-        for right in sorted(_tools(whole_b) - whole_a.content):
+    for left in sorted(tools.prescribed(whole_a) - whole_b.content):
+        for right in sorted(tools.prescribed(whole_b) - whole_a.content):
             if len(_words_beside(a, left) & _words_beside(b, right)) >= STRONGLY_ALIGNED:
                 found.append(
                     rules.Finding(
@@ -541,39 +498,3 @@ def _measured(words: Words) -> set[str]:
     that two texts share only through such values is the same subject ("Airflow 2.7.3" /
     "Airflow 2.9.1"); a bare count says too little ("method 600")."""
     return {what for what, unit, value in words.numbers if what and (unit or "." in value)}
-
-
-def _repeats(
-    a: Words, b: Words, threshold: float, cosine: float | None, common: frozenset[str] = frozenset()
-) -> bool:
-    """Neither adds anything of substance: the same names, numbers and identifiers (at
-    least ``threshold`` of the smaller side's are in the other), and either nearly all of
-    the smaller one's words in the larger or, for a paraphrase, one meaning to the model."""
-    content_a, content_b = a.content - common, b.content - common
-    (small, small_content), (large, large_content) = sorted(
-        ((a, content_a), (b, content_b)), key=lambda side: len(side[1])
-    )
-    # A text of one or two words that carry meaning ("fix for the fix") says too little to
-    # repeat another, unless the other says it word for word.
-    if len(small_content) < SUBSTANCE and a.tokens != b.tokens:
-        return False
-    if not small_content:
-        return a.tokens == b.tokens and bool(a.tokens)
-    covered = len(small_content & large_content) / len(small_content)
-    specific_small, specific_large = small.specific - common, large.specific - common
-    if specific_small or specific_large:
-        names = overlap(specific_small, specific_large) if specific_small else 0.0
-        if names < threshold or len(specific_large - specific_small) > max(2, len(specific_small)):
-            return False
-    extra = large_content - small_content
-    missing = len(small_content) - len(small_content & large_content)
-    # Nearly all of the smaller one's words, at most one in four of them missing (in a short
-    # memory, a missing word is often the very thing it is about: "cookie support").
-    if (
-        covered >= threshold
-        and missing * 4 < len(small_content)
-        and (len(extra) <= max(3, len(small_content)))
-    ):
-        return True
-    # Paraphrases: other words for the same claim, which the model sees as one meaning.
-    return cosine is not None and cosine >= 0.8 and covered >= 0.4
