@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
+from api import throttling
 from knowledge.models import Entity, MemoryPair
 from memories import services
 from memories.actors import Actor
@@ -247,10 +250,16 @@ def test_keys_are_stored_hashed_and_last_use_is_recorded(project):
     assert api_key.last_used_at is not None
 
 
-def test_throttling_per_key(project, settings):
+def test_throttling_per_key(project, settings, monkeypatch):
     settings.API_THROTTLE_RATE = "3/min"
+    # The counters are per fixed minute: the throttle's clock stands 20 s into one, so the
+    # four requests cannot straddle two windows however slow the machine.
+    now = [60 * 29_500_000 + 20.0]
+    monkeypatch.setattr(throttling, "time", SimpleNamespace(time=lambda: now[0]))
     first, second = client_with_key(project, "one"), client_with_key(project, "two")
     responses = [first.get(url(project, "memories")) for _ in range(4)]
     assert [r.status_code for r in responses] == [200, 200, 200, 429]
-    assert 1 <= int(responses[-1]["Retry-After"]) <= 60
+    assert int(responses[-1]["Retry-After"]) == 40
     assert second.get(url(project, "memories")).status_code == 200
+    now[0] += 40  # the next minute: a new budget
+    assert first.get(url(project, "memories")).status_code == 200
