@@ -211,6 +211,8 @@ def quantities(sentence: Sentence) -> list[Quantity]:
             if rest[:1] == ["per"] and len(rest) > 1 and rest[1] in UNITS:
                 per = UNITS[rest[1]]
                 dimension, factor, last = f"{dimension}/{per[0]}", factor / per[1], last + 2
+        elif unit == "x":
+            dimension, factor = "ratio", 1.0  # "0.1x the peak", "2x"
         elif unit:
             index += 1
             continue  # 3.11a1, 2fa: not a measure
@@ -291,7 +293,9 @@ _same_count = {
 
 def _as(quantity: Quantity, other: Quantity) -> tuple[str, float]:
     """A quantity in "m" read as the other side's measure: minutes beside a time, metres
-    beside a length."""
+    beside a length; a percentage beside a ratio as that ratio ("10%" is "0.1x")."""
+    if quantity.dimension == "percent" and other.dimension == "ratio":
+        return "ratio", quantity.value / 100
     if quantity.dimension != "m":
         return quantity.dimension, quantity.value
     if other.dimension == "time":

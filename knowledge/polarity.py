@@ -21,7 +21,8 @@ HARM = frozenset(
         "slow slows slowed revert reverted hang hangs break breaks broke broken leak leaks "
         "error errors problem issue bug wrong bad stale duplicate duplicates lose lost loses "
         "corrupt corrupts timeout risk careful beware caution danger dangerous expensive "
-        "costly deadlock deadlocks race fail fails failed crash crashes crashed"
+        "costly deadlock deadlocks race fail fails failed crash crashes crashed exhaust "
+        "exhausts exhausted exhausting saturate saturates saturated overload overloaded"
     )
 )
 

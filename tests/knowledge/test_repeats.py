@@ -1,0 +1,123 @@
+"""Whether one memory repeats another told in other words (pure): names however written,
+quantities in other units, a paraphrase by meaning and words together, and what keeps two
+memories that each name a thing of their own apart."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.contradictions import CONFLICT, REPEAT
+from knowledge.reading import read
+from knowledge.repeats import same_names
+from tests.knowledge.test_contradictions import compare
+
+TOLD_AGAIN = [
+    # names in capitals against the same names in lower case, a slash for "and"
+    (
+        "Avatars are resized by Pillow in the resize_avatar Celery task on the Redis queue,"
+        " never in the request cycle.",
+        "note: avatar resizing (pillow) runs in celery task resize_avatar on the redis queue"
+        " -- NOT in the request/response cycle",
+    ),
+    # one duration in other units
+    (
+        "Session cookies expire after 90 minutes (SESSION_TTL=90m).",
+        "Session cookies expire after 1.5 hours, set through SESSION_TTL.",
+    ),
+    (
+        "Upload tokens live for 120 seconds (UPLOAD_TOKEN_TTL=120).",
+        "Upload tokens: 2 minutes of life, configured through UPLOAD_TOKEN_TTL.",
+    ),
+    # a percentage as a ratio
+    (
+        "Warm up for 500 steps, then decay linearly to 10% of the peak rate.",
+        "The learning rate warms up over 500 steps and then decays linearly down to 0.1x the"
+        " peak rate.",
+    ),
+    # paraphrases: near in meaning, with four words of substance or more in common
+    (
+        "Webhook deliveries must be signed with the HMAC secret from settings.WEBHOOK_SECRET,"
+        " never with the API key.",
+        "Sign every webhook delivery using WEBHOOK_SECRET (HMAC), not the API key.",
+    ),
+    (
+        "Image uploads are scanned by ClamAV before they are stored; infected files are"
+        " rejected with a 422.",
+        "Every uploaded image goes through a ClamAV scan before storage, and an infected"
+        " upload gets a 422 back.",
+    ),
+    (
+        "Feature flags are read once at startup from flags.yaml; changing a flag needs a restart.",
+        "flags.yaml is loaded a single time when the process boots, so a flag change only"
+        " takes effect after restarting.",
+    ),
+    # a rule, and the incident that taught it: the harm it did is no instruction to do it
+    (
+        "Don't call Config.load() at import time in task modules.",
+        "Learned in run-044: Config.load() calls at import time in task modules were"
+        " exhausting the connection pool; load it inside the task.",
+    ),
+]
+
+APART = [
+    # each names a tool of its own
+    (
+        "Avatars are resized by Pillow in the resize_avatar Celery task, never in the request"
+        " cycle.",
+        "Avatars are resized by ImageMagick in the resize_avatar Celery task, never in the"
+        " request cycle.",
+    ),
+    # one setting, a file and an address of its own for each build
+    (
+        "Debug builds call https://api-dev.example.app (API_BASE_URL in Debug.xcconfig).",
+        "Release builds call https://api.example.app (API_BASE_URL in Release.xcconfig).",
+    ),
+    (
+        "Staging reads VITE_API_URL from .env.staging (https://api.staging.example.dev).",
+        "Production reads VITE_API_URL from .env.production (https://api.example.io).",
+    ),
+    # two short lines of a history about one thing, three words in common: two events
+    ("improved static file serving.", "static file serving uses the logger now."),
+    ("reverse sorting of accept headers.", "reversed sorting of accept parsing as documented."),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), TOLD_AGAIN)
+def test_the_same_claim_in_other_words_is_a_repeat(a, b):
+    assert compare(a, b).kind == REPEAT, compare(a, b).evidence
+    assert compare(b, a).kind == REPEAT
+
+
+@pytest.mark.parametrize(("a", "b"), APART)
+def test_memories_that_each_name_their_own_thing_do_not_repeat(a, b):
+    assert compare(a, b).kind != REPEAT
+    assert compare(b, a).kind != REPEAT
+
+
+def test_the_incident_behind_a_rule_does_not_contradict_it():
+    a, b = TOLD_AGAIN[-1]
+    assert compare(a, b).kind != CONFLICT
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        # a qualified name by its last part, both ways
+        ("Never hold a tokio Mutex guard across .await.", "Never hold a tokio::sync::Mutex"
+         " guard across .await.", True),
+        ("Prorate from billing_anchor.", "Prorate from subscription.billing_anchor.", True),
+        # a file is its whole name: another file with the same ending is another file
+        ("Set API_BASE_URL in Debug.xcconfig.", "Set API_BASE_URL in Release.xcconfig.", False),
+        # one quantity in other units; another quantity
+        ("The keepalive is 90 seconds.", "The keepalive is 1.5 minutes.", True),
+        ("The keepalive is 90 seconds.", "The keepalive is 2 minutes.", False),
+        # a name on each side is two things
+        ("Resize with Pillow.", "Resize with ImageMagick.", False),
+        # names one side alone says: two at most
+        ("Deploys run on Fridays.", "Deploys run on Fridays (ArgoCD, Helm).", True),
+        ("Deploys run on Fridays.", "Deploys run on Fridays (ArgoCD, Helm, Kustomize).", False),
+    ],
+)  # fmt: skip
+def test_names_are_the_same_however_written(a, b, same):
+    assert same_names(read(a), read(b)) is same
+    assert same_names(read(b), read(a)) is same
