@@ -21,12 +21,16 @@ TOLD_AGAIN = [
     ),
     # one duration in other units
     (
-        "Session cookies expire after 90 minutes (SESSION_TTL=90m).",
-        "Session cookies expire after 1.5 hours, set through SESSION_TTL.",
+        "Session cookies expire after 90 minutes of inactivity.",
+        "Session cookies expire after 1.5 hours of inactivity.",
     ),
     (
         "Upload tokens live for 120 seconds (UPLOAD_TOKEN_TTL=120).",
         "Upload tokens: 2 minutes of life, configured through UPLOAD_TOKEN_TTL.",
+    ),
+    (
+        "The export job's worker gets 2 GB of memory.",
+        "The export job's worker gets 2048 MB of memory.",
     ),
     # a percentage as a ratio
     (
@@ -76,6 +80,60 @@ APART = [
         "Staging reads VITE_API_URL from .env.staging (https://api.staging.example.dev).",
         "Production reads VITE_API_URL from .env.production (https://api.example.io).",
     ),
+    # one sentence edited, not said again
+    (
+        "Log the full request body for failed webhook deliveries so support can replay them.",
+        "Mask the full request body for failed webhook deliveries before logging it, since it"
+        " holds card data.",
+    ),
+    (
+        "Changelog: the webhook sender retries with exponential backoff and jitter.",
+        "Changelog: the webhook sender retries with a fixed delay and no jitter.",
+    ),
+    # files of one folder, modules of one package, releases of one line: other things
+    (
+        "Debug builds load ios/Config/Debug.xcconfig for the API host.",
+        "Release builds load ios/Config/Release.xcconfig for the API host.",
+    ),
+    (
+        "Celery workers read app/settings/worker.py at startup.",
+        "The web process reads app/settings/web.py at startup, unlike the workers.",
+    ),
+    (
+        "Call orders.services.create_order from the orders view to create an order.",
+        "Call billing.services.create_order from the checkout to create an order.",
+    ),
+    (
+        "Load configuration with a.config.load() at startup.",
+        "Load configuration with b.config.load() at startup.",
+    ),
+    (
+        "v2.3.0 - the webhook sender retries with exponential backoff.",
+        "v2.4.0 - the webhook sender retries with a fixed delay.",
+    ),
+    # another number, or the same number of another thing
+    (
+        "Tier 1 on-call must acknowledge pages within 10 minutes.",
+        "Tier 2 on-call must acknowledge pages within 10 minutes.",
+    ),
+    (
+        "The events table has 40M rows, so the backfill runs in batches.",
+        "The events table backfill takes 40 minutes, so it runs in batches.",
+    ),
+    (
+        "The worker container has a memory limit of 512m and a job timeout of 30m.",
+        "The worker container has a memory limit of 30 minutes and a job timeout of 512m.",
+    ),
+    # names or a number one side adds to a memory that names nothing
+    (
+        "Integration tests must run against a real database, never against mocks.",
+        "Integration tests must run against a real database, never against mocks, except the"
+        " Stripe and Twilio suites.",
+    ),
+    (
+        "Keep the connection pool small for the reporting service.",
+        "Keep the connection pool small for the reporting service, at 5 connections.",
+    ),
     # two short lines of a history about one thing, three words in common: two events
     ("improved static file serving.", "static file serving uses the logger now."),
     ("reverse sorting of accept headers.", "reversed sorting of accept parsing as documented."),
@@ -108,9 +166,18 @@ def test_the_incident_behind_a_rule_does_not_contradict_it():
         ("Prorate from billing_anchor.", "Prorate from subscription.billing_anchor.", True),
         # a file is its whole name: another file with the same ending is another file
         ("Set API_BASE_URL in Debug.xcconfig.", "Set API_BASE_URL in Release.xcconfig.", False),
+        ("Use io.BytesIO for the body.", "Use six.BytesIO for the body.", False),
+        # a unit in capitals is no name
+        ("The worker gets 2 GB.", "The worker gets 2048 MB.", True),
         # one quantity in other units; another quantity
         ("The keepalive is 90 seconds.", "The keepalive is 1.5 minutes.", True),
         ("The keepalive is 90 seconds.", "The keepalive is 2 minutes.", False),
+        # a number one side alone states, a digit inside another number is not it
+        ("Tier 1 on-call acknowledges within 10 minutes.", "On-call acknowledges within 10"
+         " minutes.", False),
+        # the same value measuring another thing
+        ("Thumbnails are cached for 10 minutes.", "Thumbnails are cached, and a failed upstream"
+         " render is retried after 600 seconds.", False),
         # a name on each side is two things
         ("Resize with Pillow.", "Resize with ImageMagick.", False),
         # names one side alone says: two at most
