@@ -293,9 +293,7 @@ _same_count = {
 
 def _as(quantity: Quantity, other: Quantity) -> tuple[str, float]:
     """A quantity in "m" read as the other side's measure: minutes beside a time, metres
-    beside a length; a percentage beside a ratio as that ratio ("10%" is "0.1x")."""
-    if quantity.dimension == "percent" and other.dimension == "ratio":
-        return "ratio", quantity.value / 100
+    beside a length."""
     if quantity.dimension != "m":
         return quantity.dimension, quantity.value
     if other.dimension == "time":

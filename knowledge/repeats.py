@@ -4,9 +4,10 @@ readings in; knowledge.contradictions asks it once no class finds a disagreement
 from __future__ import annotations
 
 import re
+from difflib import SequenceMatcher
 
-from knowledge.claims import UNITS, Quantity, same_value
-from knowledge.reading import STOPWORDS, Words, overlap, stem
+from knowledge.claims import Quantity
+from knowledge.reading import NUMBER, STOPWORDS, Words, overlap, stem
 from knowledge.said import Read
 
 # How many words that carry meaning a memory needs to repeat another with other words.
@@ -24,8 +25,9 @@ def repeats(
     a: Words, b: Words, threshold: float, cosine: float | None, common: frozenset[str] = frozenset()
 ) -> bool:
     """Neither adds anything of substance: the same names, numbers and identifiers (at
-    least ``threshold`` of the smaller side's are in the other), and either nearly all of
-    the smaller one's words in the larger or, for a paraphrase, one meaning to the model."""
+    least ``threshold`` of the smaller side's as written, or each side's in any spelling),
+    and either nearly all of the smaller one's words in the larger or, for a paraphrase,
+    the model's meaning and the words in common together."""
     content_a, content_b = _said(a, common), _said(b, common)
     (small, small_content), (large, large_content) = sorted(
         ((a, content_a), (b, content_b)), key=lambda side: len(side[1])
@@ -68,24 +70,34 @@ def repeats(
         cosine is not None
         and cosine + covered >= 1.2
         and covered >= 0.4
-        and len(small_content & large_content) >= PARAPHRASE_WORDS
+        and _in_common(a, b, content_a, content_b, common) >= PARAPHRASE_WORDS
         and len(extra) <= max(3, len(small_content))
-        and 2 * _longest_run(a, b) < len(small_content)
+        and not _edited(a, b)
     )
 
 
-def _longest_run(a: Words, b: Words) -> int:
-    """The most words that carry meaning the two say in a row, in the same order."""
+def _in_common(
+    a: Words, b: Words, said_a: frozenset[str], said_b: frozenset[str], common: frozenset[str]
+) -> int:
+    """How many things the two say in common, a name counted once however many parts it
+    has: each side's words and whole names that the other says in any way."""
+    return max(
+        len(_said(a, common, whole=True) & said_b), len(_said(b, common, whole=True) & said_a)
+    )
+
+
+def _edited(a: Words, b: Words) -> bool:
+    """Half the shorter one word for word in one run: one sentence edited."""
+    run, shorter = _longest_run(a, b)
+    return 2 * run >= shorter
+
+
+def _longest_run(a: Words, b: Words) -> tuple[int, int]:
+    """The most words other than stop words that the two say in a row, in the same order,
+    and how many such words the shorter says."""
     left, right = _sequence(a), _sequence(b)
-    longest, previous = 0, [0] * (len(right) + 1)
-    for word in left:
-        current = [0] * (len(right) + 1)
-        for j, theirs in enumerate(right):
-            if word == theirs:
-                current[j + 1] = previous[j] + 1
-                longest = max(longest, current[j + 1])
-        previous = current
-    return longest
+    match = SequenceMatcher(None, left, right, autojunk=False).find_longest_match()
+    return match.size, min(len(left), len(right))
 
 
 def _sequence(words: Words) -> list[str]:
@@ -95,80 +107,125 @@ def _sequence(words: Words) -> list[str]:
 def same_names(a: Words, b: Words, common: frozenset[str] = frozenset()) -> bool:
     """Each side's names, numbers and identifiers are said by the other, however written:
     a name in capitals as a plain word ("Celery" / "celery"), a qualified name by its
-    parts ("tokio::sync::Mutex" / "tokio Mutex", "subscription.billing_anchor" / "the
-    subscription's billing_anchor"), a quantity of the same thing in other units ("90
-    seconds" / "1.5 minutes"). One names something the other says; what one alone names is
-    at most two names and no number; and never does each name a thing of its own ("Pillow"
-    / "ImageMagick", "Debug.xcconfig" / "Release.xcconfig"): that is two things."""
+    parts ("tokio::sync::Mutex" / "tokio Mutex"), a quantity of the same thing in other
+    units ("90 seconds" / "1.5 minutes"). One names something the other says. What one
+    alone names says where or how, never what: at most two paths, abbreviations, units, a
+    word that starts a sentence or a fuller spelling of a name the other says; never a
+    number or a name of its own ("Stripe", and so never "Pillow" / "ImageMagick" or
+    "Debug.xcconfig" / "Release.xcconfig": two things), and a path on one side only."""
     names_a, names_b = a.specific - common, b.specific - common
     if not (names_a or names_b):
         return True
     left, right = _unsaid(a, b, common), _unsaid(b, a, common)
-    unsaid = left | right
+    unsaid = {**left, **right}
     return (
-        bool((names_a - left) or (names_b - right))
-        and not (left and right)
+        bool((names_a - left.keys()) or (names_b - right.keys()))
         and len(unsaid) <= 2
-        and not any(ch.isdigit() for token in unsaid for ch in token)
+        and all(unsaid.values())
+        # a unit or an abbreviation on each side ("2 GB" / "2048 MB"), never a place
+        and not (left and right and any("/" in token for token in unsaid))
     )
 
 
-def _unsaid(side: Words, other: Words, common: frozenset[str]) -> set[str]:
-    """The names of ``side`` that ``other`` does not say in any spelling."""
+def _unsaid(side: Words, other: Words, common: frozenset[str]) -> dict[str, bool]:
+    """The names of ``side`` that ``other`` does not say in any spelling, each with whether
+    it is incidental: where or how something is said, not what (``same_names``)."""
     words = {stem(token) for token in other.tokens} | other.specific
     qualified = [parts for parts in map(_parts, other.specific) if len(parts) > 1]
     said = words | {part for parts in qualified for part in parts}
     quantities, own = _quantities(other.text), _quantities(side.text)
-    unsaid = set()
+    unsaid = {}
     for token in side.specific - common:
-        if token in words or token in UNITS:  # "GB" is a unit, not a name
+        if token in words:
+            continue
+        if NUMBER.match(token):
+            if token in said:  # "40M" in "40M-row"
+                continue
+            stated = [q for q in own if token in _TOKEN.findall(side.text[slice(*q.span)].lower())]
+            if not any(
+                _same(q, theirs, side.text, other.text) for q in stated for theirs in quantities
+            ):
+                unsaid[token] = False
             continue
         parts = _parts(token)
-        if len(parts) > 1:
-            # Another name that shares a part with it names another thing ("six.BytesIO"
-            # beside "io.BytesIO"); otherwise its parts of substance said anywhere say it.
-            if not any(_rival(parts, theirs) for theirs in qualified) and all(
-                part in said for part in parts if len(part) > 1 and part not in STOPWORDS
-            ):
-                continue
-        elif token in said:
+        if len(parts) == 1:
+            if token not in said:
+                unsaid[token] = _incidental(token, side)
             continue
-        if token[0].isdigit():
-            stated = [q for q in own if token in _TOKEN.findall(side.text[slice(*q.span)].lower())]
-            if any(
-                same_value(q, theirs)
-                and q.subject & theirs.subject
-                and "m" not in (q.dimension, theirs.dimension)  # minutes, metres or millions
-                for q in stated
-                for theirs in quantities
-            ):
-                continue
-        unsaid.add(token)
+        # A name of which the other says a part, or which says a part of the other's, is
+        # the same name; one that shares a part with another of the other's names, and is
+        # neither, names another thing ("six.BytesIO" beside "io.BytesIO").
+        kin = [theirs for theirs in qualified if _within(parts, theirs) or _within(theirs, parts)]
+        if not kin and any(set(parts) & set(theirs) for theirs in qualified):
+            unsaid[token] = False
+        elif not all(part in said for part in parts if len(part) > 1 and part not in STOPWORDS):
+            # "tokio::sync::Mutex" beside "tokio Mutex": a fuller spelling.
+            unsaid[token] = "/" in token or parts[-1] in words
     return unsaid
 
 
-def _rival(ours: list[str], theirs: list[str]) -> bool:
-    """Two qualified names that share a part, neither of them within the other."""
-    return bool(set(ours) & set(theirs)) and not (_within(ours, theirs) or _within(theirs, ours))
+def _incidental(token: str, side: Words) -> bool:
+    """A name that says where or how, not what: a path, an abbreviation in capitals
+    ("CLI"), a unit after a number ("30 Hz"), a word that only ever starts a sentence."""
+    if "/" in token:
+        return True
+    if (
+        token.isalpha()
+        and 1 < len(token) <= 5
+        and re.search(rf"\b{re.escape(token.upper())}\b", side.text)
+    ):
+        return True
+    tokens = side.tokens
+    if any(NUMBER.match(tokens[i - 1]) for i, t in enumerate(tokens) if t == token and i):
+        return True
+    at = [m.start() for m in re.finditer(rf"\b{re.escape(token)}\b", side.text, re.I)]
+    return bool(at) and all(
+        not side.text[:start].strip() or side.text[:start].rstrip()[-1] in ".!?:;" for start in at
+    )
+
+
+def _same(ours: Quantity, theirs: Quantity, our_text: str, their_text: str) -> bool:
+    """One quantity of the same thing: the same value in one measure (never minutes,
+    metres or millions, "m", against a time), with words around it in common."""
+    return bool(ours.subject & theirs.subject) and _value(ours, our_text) == _value(
+        theirs, their_text
+    )
 
 
 def _within(short: list[str], long: list[str]) -> bool:
     return any(long[i : i + len(short)] == short for i in range(len(long) - len(short) + 1))
 
 
-def _said(words: Words, common: frozenset[str]) -> frozenset[str]:
-    """The words a memory says, a qualified name's parts among them, each read one way
-    ("change", "changed" and "changes" alike), and each quantity as one word of its value
-    ("90 seconds" and "1.5 minutes" are both "time=90")."""
+def _said(words: Words, common: frozenset[str], whole: bool = False) -> frozenset[str]:
+    """The words a memory says, each read one way ("change", "changed" and "changes"
+    alike), a qualified name's parts among them ("tokio::sync::Mutex" says "mutex"), and
+    each quantity as one word of its value ("90 seconds" and "1.5 minutes" are both
+    "time=5400"). ``whole``: each name one word, without its parts (what says how many
+    things two memories have in common)."""
     said = set(words.content - common)
-    said |= {part for token in words.specific - common for part in _parts(token) if len(part) > 1}
+    standalone = {stem(token) for token in words.tokens}
+    for token in words.specific - common:
+        parts = [part for part in _parts(token) if len(part) > 1]
+        if NUMBER.match(token) or len(parts) < 2:
+            continue
+        if whole:
+            said -= set(parts) - standalone
+        else:
+            said |= set(parts)
     for quantity in _quantities(words.text):
         said -= {stem(token) for token in _TOKEN.findall(words.text[slice(*quantity.span)].lower())}
-        dimension, value = quantity.dimension, quantity.value
-        if dimension == "percent":
-            dimension, value = "ratio", value / 100
-        said.add(f"{dimension}={value:g}")
+        dimension, value = _value(quantity, words.text)
+        said.add(f"{dimension}={value:.6g}")
     return frozenset(_one_way(word) for word in said)
+
+
+def _value(quantity: Quantity, text: str) -> tuple[str, float]:
+    """A quantity's measure and value as compared: a percentage as a ratio ("10%" is
+    "0.1x"), unless it is a change ("by 50%")."""
+    dimension, value = quantity.dimension, quantity.value
+    if dimension == "percent" and text[: quantity.span[0]].split()[-1:] != ["by"]:
+        dimension, value = "ratio", value / 100
+    return dimension, round(value, 9)
 
 
 def _one_way(word: str) -> str:
