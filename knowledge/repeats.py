@@ -38,7 +38,8 @@ def repeats(
         return False
     if not small_content:
         return a.tokens == b.tokens and bool(a.tokens)
-    covered = len(small_content & large_content) / len(small_content)
+    shared = small_content & large_content
+    covered = len(shared) / len(small_content)
     specific_small, specific_large = small.specific - common, large.specific - common
     if (specific_small or specific_large) and not (
         # most of the smaller one's names as written, and few more in the larger; or each
@@ -51,7 +52,7 @@ def repeats(
     ):
         return False
     extra = large_content - small_content
-    missing = len(small_content) - len(small_content & large_content)
+    missing = len(small_content) - len(shared)
     # Nearly all of the smaller one's words, at most one in four of them missing (in a short
     # memory, a missing word is often the very thing it is about: "cookie support").
     if (
@@ -63,7 +64,7 @@ def repeats(
     # Paraphrases: other words for the same claim, which the model sees as one meaning: the
     # nearer in meaning, the fewer words they need in common, but never fewer than
     # PARAPHRASE_WORDS (two short lines of a history about one file are two events). Half
-    # the smaller one word for word in one run, with a quarter of its words not in the
+    # the shorter one word for word in one run, yet not nearly all of its words in the
     # other, is one sentence edited ("log the full request body" / "mask the full request
     # body"), not one claim said again.
     return (
@@ -141,7 +142,7 @@ def _unsaid(side: Words, other: Words, common: frozenset[str]) -> dict[str, bool
         if NUMBER.match(token):
             if token in said:  # "40M" in "40M-row"
                 continue
-            stated = [q for q in own if token in _TOKEN.findall(side.text[slice(*q.span)].lower())]
+            stated = [q for q in own if token in _written(q, side.text)]
             if not any(
                 _same(q, theirs, side.text, other.text) for q in stated for theirs in quantities
             ):
@@ -203,7 +204,7 @@ def _said(words: Words, common: frozenset[str], whole: bool = False) -> frozense
     "time=5400"). ``whole``: each name one word, without its parts (what says how many
     things two memories have in common)."""
     said = set(words.content - common)
-    standalone = {stem(token) for token in words.tokens}
+    standalone = {stem(token) for token in words.tokens} if whole else set()
     for token in words.specific - common:
         parts = [part for part in _parts(token) if len(part) > 1]
         if NUMBER.match(token) or len(parts) < 2:
@@ -213,7 +214,7 @@ def _said(words: Words, common: frozenset[str], whole: bool = False) -> frozense
         else:
             said |= set(parts)
     for quantity in _quantities(words.text):
-        said -= {stem(token) for token in _TOKEN.findall(words.text[slice(*quantity.span)].lower())}
+        said -= {stem(token) for token in _written(quantity, words.text)}
         dimension, value = _value(quantity, words.text)
         said.add(f"{dimension}={value:.6g}")
     return frozenset(_one_way(word) for word in said)
@@ -231,6 +232,11 @@ def _value(quantity: Quantity, text: str) -> tuple[str, float]:
 def _one_way(word: str) -> str:
     """A stem without its final "e": "change" as "changed" and "changes" are read."""
     return word[:-1] if word.endswith("e") and len(word) > 3 and word.isalpha() else word
+
+
+def _written(quantity: Quantity, text: str) -> list[str]:
+    """The tokens a quantity is written with ("1.5", "hours")."""
+    return _TOKEN.findall(text[slice(*quantity.span)].lower())
 
 
 def _quantities(text: str) -> list[Quantity]:
