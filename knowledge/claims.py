@@ -43,7 +43,12 @@ class Sentence:
         return self.tokens[first].start, self.tokens[last].end
 
 
-_TOKEN = re.compile(r"[A-Za-z0-9%][A-Za-z0-9_./:+#%@*'-]*[A-Za-z0-9+#%*]|[A-Za-z0-9%*]|[<>=~^]+")
+# A number with thousands separated by commas ("12,500") is one token; a list ("80,443,8080")
+# is not.
+_THOUSANDS = r"\d{1,3}(?:,\d{3})+(?!,?\d)"
+_TOKEN = re.compile(
+    _THOUSANDS + r"|[A-Za-z0-9%][A-Za-z0-9_./:+#%@*'-]*[A-Za-z0-9+#%*]|[A-Za-z0-9%*]|[<>=~^]+"
+)
 
 
 # "e.g.", "i.e." and "vs." end no sentence ("etc." often does).
@@ -81,6 +86,11 @@ NUMBER_WORDS = {
     "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "ninety": 90,
     "hundred": 100, "thousand": 1000, "dozen": 12, "twice": 2, "thrice": 3, "half": 0.5,
 }  # fmt: skip
+# Parts of a unit, a quantity only before one ("half an hour", "a quarter second"; never
+# "half the workers", "every quarter").
+FRACTIONS = {"half": 0.5, "quarter": 0.25, "quarters": 0.25}
+# Thousands and millions of a thing ("10k rows", "2.5M events"), not kilobytes or minutes.
+_MULTIPLES = {"k": 1000.0, "m": 1e6}
 # Unit words and suffixes: (dimension, factor to the dimension's base).
 UNITS: dict[str, tuple[str, float]] = {
     **dict.fromkeys(["ms", "msec", "millisecond", "milliseconds"], ("time", 0.001)),
@@ -117,9 +127,16 @@ _NOT_COUNTS = word_set(
 
 
 def number(token: Token) -> tuple[float, str] | None:
-    """The value of a number token and its attached suffix ("30s" -> 30, "s")."""
+    """The value of a number token and its attached suffix ("30s" -> 30, "s"; a unit
+    joined by a hyphen, "30-second", "five-minute", "quarter-second", is one too)."""
     if token.word in NUMBER_WORDS:
         return float(NUMBER_WORDS[token.word]), ""
+    if token.word in FRACTIONS:
+        return FRACTIONS[token.word], ""
+    amount, hyphen, unit = token.word.partition("-")
+    if hyphen and unit in UNITS and "-" not in unit:
+        read = number(Token(amount, amount, token.start, token.end))
+        return (read[0], unit) if read is not None and not read[1] else None
     match = _NUMBER.match(token.word)
     if not match:
         return None
@@ -191,18 +208,32 @@ def quantities(sentence: Sentence) -> list[Quantity]:
             index += 1
             continue
         value, suffix = read
-        last = index
-        # "half an hour", "a dozen", "two hundred"
-        ahead = tokens[index + 1].word if index + 1 < len(tokens) else ""
-        if value == 0.5 and ahead in ("a", "an"):
+        last = read_to = index
+        # "a dozen", "two hundred", "three quarters"
+        ahead = _word(tokens, index + 1)
+        if ahead in ("hundred", "thousand", "dozen", "quarters") and token.word != ahead:
+            value *= FRACTIONS.get(ahead) or NUMBER_WORDS[ahead]
             last += 1
-        elif ahead in ("hundred", "thousand", "dozen") and token.word != ahead:
-            value *= NUMBER_WORDS[ahead]
-            last += 1
+        if tokens[last].word in FRACTIONS:
+            # "half an hour", "a quarter of an hour": a part of the unit that follows, or
+            # no quantity at all ("half the workers")
+            last += _word(tokens, last + 1) == "of"
+            last += _word(tokens, last + 1) in ("a", "an")
+            if _word(tokens, last + 1) not in UNITS:
+                index = last + 1
+                continue
+        # "one and a half hours"
+        last += 3 * _and_a_half(tokens, last)
+        value += 0.5 * (last > index and tokens[last].word == "half")
         unit = suffix
-        if not unit and last + 1 < len(tokens) and tokens[last + 1].word in {*UNITS, *RATES}:
+        if not unit and _word(tokens, last + 1) in {*UNITS, *RATES}:
             unit = tokens[last + 1].word
             last += 1
+            # "an hour and a half"
+            if _and_a_half(tokens, last):
+                value, last = value + 0.5, last + 3
+        elif suffix in _MULTIPLES and _many(tokens, index, suffix):
+            value, unit = value * _MULTIPLES[suffix], ""
         if unit in RATES:
             dimension, factor = "time-rate", 1 / RATES[unit][1]
         elif unit in UNITS:
@@ -217,7 +248,7 @@ def quantities(sentence: Sentence) -> list[Quantity]:
             index += 1
             continue  # 3.11a1, 2fa: not a measure
         else:
-            what = _counted(sentence, index, last)
+            what = _counted(sentence, index, last, scaled=bool(suffix))
             if what is None or (value >= 1900 and value <= 2100 and value.is_integer()):
                 index = last + 1
                 continue
@@ -228,6 +259,8 @@ def quantities(sentence: Sentence) -> list[Quantity]:
                 if word in _PER and after in UNITS and UNITS[after][0] == "time":
                     per = UNITS[after]
                     dimension, factor = f"{dimension}/{per[0]}", 1 / per[1]
+                    # "a day" in "2.5M events a day" is no quantity of its own
+                    read_to = last + 2 + per_at
                     break
         subject = _around(sentence, index, last)
         anchor = _around(sentence, index, last, before=3, after=1, most=(2, 1))
@@ -240,16 +273,37 @@ def quantities(sentence: Sentence) -> list[Quantity]:
                 frozenset(anchor),
             )
         )
-        index = last + 1
+        index = max(last, read_to) + 1
     return found
 
 
-def _counted(sentence: Sentence, first: int, last: int) -> str | None:
+def _word(tokens: tuple[Token, ...], index: int) -> str:
+    return tokens[index].word if index < len(tokens) else ""
+
+
+def _and_a_half(tokens: tuple[Token, ...], last: int) -> bool:
+    return [token.word for token in tokens[last + 1 : last + 4]] == ["and", "a", "half"]
+
+
+def _many(tokens: tuple[Token, ...], index: int, suffix: str) -> bool:
+    """ "10k" or "2.5M" before things it counts ("10k rows"): thousands or millions of
+    them. A lower-case "m" is minutes or metres, "8K" before one thing a size ("an 8K
+    buffer")."""
+    following = _word(tokens, index + 1)
+    return (
+        (suffix == "k" or tokens[index].text.endswith("M"))
+        and meaningful(following)
+        and following.endswith("s")
+    )
+
+
+def _counted(sentence: Sentence, first: int, last: int, scaled: bool = False) -> str | None:
     """What a bare number counts: the noun after it ("5 attempts", "three times" after its
-    verb), or None for a number that counts nothing (a position, an identifier)."""
+    verb), or None for a number that counts nothing (a position, an identifier). A
+    decimal counts only ``scaled``: "2.5M events"."""
     tokens = sentence.tokens
     before = tokens[first - 1].word if first else ""
-    if stem(before) in _NOT_COUNTS or "." in tokens[first].word:
+    if stem(before) in _NOT_COUNTS or ("." in tokens[first].word and not scaled):
         return None
     before_words = [t.word for t in reversed(tokens[max(0, first - 3) : first])]
     for at, token in enumerate(tokens[last + 1 : last + 3]):

@@ -240,7 +240,7 @@ def _written(quantity: Quantity, text: str) -> list[str]:
 
 
 def _quantities(text: str) -> list[Quantity]:
-    return [quantity for said in Read.of(text).said for quantity in said.quantities]
+    return Read.of(text).quantities
 
 
 def _parts(token: str) -> list[str]:

@@ -19,10 +19,11 @@ each memory's text), for a reviewer to see side by side.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from knowledge import schedules, versions
-from knowledge.claims import Sentence, same_quantity, same_value
+from knowledge.claims import Quantity, Sentence, same_quantity, same_value
 from knowledge.reading import STOPWORDS, stem, word_set
 from knowledge.said import Said, all_matches, first_match, name_like, shared
 
@@ -339,12 +340,18 @@ def _content(text: str) -> set[str]:
 
 
 def measured(
-    a: Said, b: Said, aligned: bool, close: bool = False, strong: bool = False
+    a: Said,
+    b: Said,
+    aligned: bool,
+    close: bool = False,
+    strong: bool = False,
+    stated: tuple[Sequence[Quantity], Sequence[Quantity]] = ((), ()),
 ) -> list[Finding]:
     """Versions of the same product (in two sentences about the same thing, ``aligned``, or
     two memories about it, ``close``), quantities of the same measure (``strong``: two
     sentences with much in common say so too),
-    and quantities and schedules of the same thing, that disagree."""
+    and quantities and schedules of the same thing, that disagree. ``stated``: every
+    quantity of each memory, whose values agree wherever the other memory says them."""
     found: list[Finding] = []
     versions_a, versions_b = a.versions, b.versions
     for left in versions_a:
@@ -364,12 +371,15 @@ def measured(
     taken = {v.span for v in (*versions_a, *versions_b)}
     left_all = [q for q in a.quantities if q.span not in taken]
     right_all = [q for q in b.quantities if q.span not in taken]
+    stated_a, stated_b = (*left_all, *stated[0]), (*right_all, *stated[1])
     for left_q in left_all:
-        # A value the other side names anywhere, in the same measure, is no contradiction.
-        if any(same_value(left_q, q) for q in right_all):
+        # A value the other memory names anywhere, in the same measure, is no contradiction:
+        # the other's values there measure other things ("5000 rows per batch" beside "a
+        # table of 40M rows").
+        if any(same_value(left_q, q) for q in stated_b):
             continue
         for right_q in right_all:
-            if any(same_value(right_q, q) for q in left_all):
+            if any(same_value(right_q, q) for q in stated_a):
                 continue
             if same_quantity(left_q, right_q, aligned=strong, close=close):
                 about = " ".join(sorted(left_q.subject & right_q.subject))[:80]

@@ -28,6 +28,11 @@ class Read:
     def of(cls, text: str) -> Read:
         return _read(text)
 
+    @property
+    def quantities(self) -> list[claims.Quantity]:
+        """Every sentence's quantities."""
+        return [quantity for said in self.said for quantity in said.quantities]
+
 
 @dataclass
 class Said:

@@ -192,6 +192,15 @@ MORE_BY_CLASS = [
     # a rate in other units: 20 a second is 1200 a minute
     ("quantity", "Public API rate limit: 20 requests per second per player token.",
      "Each player token may make 600 requests a minute."),
+    # a half and a quarter of a unit, and a number joined to its unit
+    ("quantity", "Refresh tokens last one and a half hours.", "Refresh tokens last 30 minutes."),
+    ("quantity", "The search box debounces input by a quarter-second.",
+     "The search box debounces input by 500 ms."),
+    ("quantity", "Each export job has a five-minute timeout.",
+     "Export jobs time out after 600 seconds."),
+    # thousands of things, however written
+    ("quantity", "The importer commits 10k rows per batch.",
+     "The importer commits 5,000 rows per batch."),
     # a cron line's weekday against a named day
     ("schedule", "The weekly leaderboard resets with cron 0 0 * * MON.",
      "The weekly leaderboard resets at 18:00 UTC on Sundays."),
@@ -270,6 +279,15 @@ def test_more_kinds_of_disagreement(klass, a, b):
 
 
 AGREEING = [
+    # one quantity in other words: thousands with commas, halves, quarters, hyphenated units
+    ("The export writes batches of 1,000 rows.", "The export writes batches of 1000 rows."),
+    ("Refresh tokens last one and a half hours.", "Refresh tokens last 90 minutes."),
+    ("The cache entry lives for a quarter of an hour.", "The cache entry lives for 15 minutes."),
+    ("Each export job has a five-minute timeout.", "Export jobs time out after 300 seconds."),
+    ("The importer commits 10k rows per batch.", "The importer commits 10,000 rows per batch."),
+    # a value the other memory states in another sentence: the rest measures other things
+    ("Exports page through results 500 rows at a time.",
+     "The orders table has 2M rows. Exports read it 500 rows at a time."),
     # "don't X" and "X does harm" say the same
     ("Don't call Variable.get() at the top level of a DAG file.",
      "Module-level Variable.get calls slow the scheduler's parser down."),

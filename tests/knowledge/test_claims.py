@@ -1,0 +1,55 @@
+"""Quantities as a sentence says them, read to one measure (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.claims import quantities, split
+
+HOUR, MINUTE = 3600.0, 60.0
+
+READINGS = [
+    # thousands written with commas are one number, not two
+    ("The export writes batches of 1,000 rows.", [("count:row", 1000.0)]),
+    ("The export writes batches of 12,500 rows.", [("count:row", 12500.0)]),
+    # a list of numbers is not a number with thousands
+    ("Open ports 80,443,8080 on the balancer.", []),
+    # a half added to a whole number, before or after the unit
+    ("Refresh tokens last one and a half hours.", [("time", 1.5 * HOUR)]),
+    ("Refresh tokens last 2 and a half days.", [("time", 2.5 * 86400)]),
+    ("Refresh tokens last an hour and a half.", [("time", 1.5 * HOUR)]),
+    ("Refresh tokens last two hours and a half.", [("time", 2.5 * HOUR)]),
+    # quarters of a unit
+    ("The cache entry lives for a quarter of an hour.", [("time", 15 * MINUTE)]),
+    ("The cache entry lives for three quarters of an hour.", [("time", 45 * MINUTE)]),
+    ("Search refilters after a quarter second.", [("time", 0.25)]),
+    # a number and its unit joined into one adjective
+    ("Each job has a 30-second timeout.", [("time", 30.0)]),
+    ("Each job has a five-minute timeout.", [("time", 5 * MINUTE)]),
+    ("Search refilters after a quarter-second pause.", [("time", 0.25)]),
+    ("The report runs in a half-hour window.", [("time", 30 * MINUTE)]),
+    ("Uploads have a 2-GB cap.", [("size", 2 * 1024.0**3)]),
+    # thousands and millions of things, not kilobytes or minutes
+    ("The import takes 10k rows per batch.", [("count:row", 10_000.0)]),
+    ("The topic holds 2.5M events a day.", [("count:event/time", 2.5e6 / 86400)]),
+    ("Each worker keeps an 8K buffer.", [("size", 8 * 1024.0)]),
+    ("Sessions time out after 5m.", [("m", 5.0)]),
+    # a fraction measures only with a unit
+    ("Half the workers restart nightly.", []),
+    ("Revenue is reported every quarter.", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), READINGS)
+def test_a_quantity_is_read_to_one_measure(text, expected):
+    found = [(q.dimension, q.value) for sentence in split(text) for q in quantities(sentence)]
+    assert [dimension for dimension, _ in found] == [dimension for dimension, _ in expected]
+    for (_, value), (_, wanted) in zip(found, expected, strict=True):
+        assert value == pytest.approx(wanted)
+
+
+def test_the_span_covers_every_word_of_the_quantity():
+    text = "Refresh tokens last an hour and a half, then expire."
+    (sentence,) = split(text)
+    (quantity,) = quantities(sentence)
+    assert text[slice(*quantity.span)] == "an hour and a half"
