@@ -356,9 +356,15 @@ def measured(
     versions_a, versions_b = a.versions, b.versions
     for left in versions_a:
         for right in versions_b:
-            # Two full versions (x.y.z) of one product named alike say what they are about;
-            # "Python 2.6" beside "Python 3.3" needs the sentences or memories to be alike.
-            exact = left.product == right.product and len(left.low) > 2 and len(right.low) > 2
+            # Two full versions (x.y.z) of one product named alike say what they are about,
+            # and so do two requirements of it ("supports PostgreSQL 12 and newer" / "has to
+            # be PostgreSQL 15") and two versions of a package ("dbt-core 1.7.x" / "dbt-core
+            # 1.8"); "Python 2.6" beside "Python 3.3" needs the sentences or memories alike.
+            exact = left.product == right.product and (
+                (len(left.low) > 2 and len(right.low) > 2)
+                or not (left.pin or right.pin)
+                or (bool(re.search(r"[-_]", left.product)) and len(left.low) > 1 < len(right.low))
+            )
             if (aligned or close or exact) and versions.versions_disagree(left, right):
                 found.append(Finding(VERSION, left.product, left.span, right.span))
     for left_s in a.schedules:

@@ -18,7 +18,8 @@ _OPERATORS = {
 _NEWER = ("and newer", "or newer", "and later", "or later", "and above", "or above", "or higher",
           "and higher", "and up", "onwards", "or greater", "+")  # fmt: skip
 _AT_LEAST = ("at least", "minimum", "min", "requires", "require", "required", "msrv", "floor",
-             "minimum version", "no older than")  # fmt: skip
+             "minimum version", "no older than", "has to be", "have to be", "must be", "needs",
+             "need")  # fmt: skip
 _PRODUCT_SKIP = word_set(
     "to on at is was be version versions v from of the a an with in for runs run uses use "
     "using require requires required support supports pinned pin pins at least minimum min "
@@ -134,7 +135,8 @@ def versions(sentence: Sentence) -> list[Version]:
         elif kind in ("max", "below"):
             low, high, pin = (0,), parts if kind == "below" else _bump(parts, len(parts) - 1), False
         else:
-            low, high, pin = parts, _bump(parts, len(parts) - 1), plus is None
+            # "3.11" and "2.0.x" say which one is used; "3.11+" is a bound
+            low, high, pin = parts, _bump(parts, len(parts) - 1), plus != "+"
         span = sentence.span(product_at, index)
         found.append(Version(stem(product.word), low, high, pin, span, context))
     return found

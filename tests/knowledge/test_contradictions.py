@@ -198,6 +198,12 @@ MORE_BY_CLASS = [
      "The search box debounces input by 500 ms."),
     ("quantity", "Each export job has a five-minute timeout.",
      "Export jobs time out after 600 seconds."),
+    # two requirements of one product, however little else the memories share
+    ("version", "Our API supports Node 18 and newer.",
+     "The API server must be Node 20: the test suite uses the built-in runner."),
+    # two versions of one package
+    ("version", "django-filter is pinned to 23.5.x; 24.1 breaks the custom lookups.",
+     "The reporting team runs django-filter 24.2 with ordering blocks."),
     # thousands of things, however written
     ("quantity", "The importer commits 10k rows per batch.",
      "The importer commits 5,000 rows per batch."),
@@ -285,6 +291,9 @@ AGREEING = [
     ("The cache entry lives for a quarter of an hour.", "The cache entry lives for 15 minutes."),
     ("Each export job has a five-minute timeout.", "Export jobs time out after 300 seconds."),
     ("The importer commits 10k rows per batch.", "The importer commits 10,000 rows per batch."),
+    # a series in use inside the range another memory requires
+    ("The app is on Kotlin 2.0.x with the K2 compiler.",
+     "The Compose plugin needs Kotlin 2.0 or newer."),
     # a value the other memory states in another sentence: the rest measures other things
     ("Exports page through results 500 rows at a time.",
      "The orders table has 2M rows. Exports read it 500 rows at a time."),
