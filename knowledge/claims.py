@@ -156,6 +156,9 @@ class Quantity:
     # The nearest words that carry meaning before it (two) and after it (one): what it
     # measures ("time out after 10 s", "keys rotate every 90 days").
     anchor: frozenset[str] = frozenset()
+    # The setting it is the value of ("warn_after: 12 hours", "BACKGROUND_TIMEOUT is 15
+    # minutes"), by its last name, lower case.
+    setting: str = ""
 
 
 def meaningful(word: str) -> bool:
@@ -177,7 +180,9 @@ def _around(
     most: tuple[int, int] | None = None,
 ) -> set[str]:
     """The stems of the words that carry meaning within ``before`` tokens before and
-    ``after`` after tokens ``first``..``last`` (at ``most`` so many on each side)."""
+    ``after`` after tokens ``first``..``last`` (at ``most`` so many on each side), an
+    identifier's words among them ("SessionPolicy.BACKGROUND_TIMEOUT is 15 minutes" is
+    about a background timeout)."""
     tokens = sentence.tokens
     found: set[str] = set()
     for side, indexes in enumerate(
@@ -187,10 +192,22 @@ def _around(
         for index in indexes:
             if index >= len(tokens) or (most is not None and taken >= most[side]):
                 break
-            if meaningful(tokens[index].word):
-                found.add(root(tokens[index].word))
-                taken += 1
+            said = _meant(tokens[index])
+            found |= said
+            taken += bool(said)
     return found
+
+
+# Where an identifier's words part: "Session|Policy.BACKGROUND|_TIMEOUT", "max|-age".
+_IDENTIFIER_PARTS = re.compile(r"[._:/-]+|(?<=[a-z])(?=[A-Z])")
+
+
+def _meant(token: Token) -> set[str]:
+    """The stems of what a token says: a word, or an identifier's words."""
+    parts = _IDENTIFIER_PARTS.split(token.text)
+    if len(parts) == 1 or not re.fullmatch(r"[A-Za-z][\w.:-]*[A-Za-z]", token.text):
+        return {root(token.word)} if meaningful(token.word) else set()
+    return {root(part.lower()) for part in parts if meaningful(part.lower())}
 
 
 def quantities(sentence: Sentence) -> list[Quantity]:
@@ -271,10 +288,21 @@ def quantities(sentence: Sentence) -> list[Quantity]:
                 frozenset(subject),
                 sentence.span(index, last),
                 frozenset(anchor),
+                _setting(tokens, index),
             )
         )
         index = max(last, read_to) + 1
     return found
+
+
+def _setting(tokens: tuple[Token, ...], index: int) -> str:
+    """The identifier a value is given to, just before it ("warn_after: 12 hours",
+    "SessionPolicy.BACKGROUND_TIMEOUT is 15 minutes", "max_age=604800")."""
+    at = index - 1 - (_word(tokens, index - 1) in ("is", "to", "of", "=", "are"))
+    if at < 0 or not re.fullmatch(r"[A-Za-z][\w.]*[A-Za-z]", tokens[at].text):
+        return ""
+    name = tokens[at].text.rsplit(".", 1)[-1]
+    return name.lower() if "_" in name or re.search(r"[a-z][A-Z]", name) else ""
 
 
 def _word(tokens: tuple[Token, ...], index: int) -> str:
@@ -363,7 +391,8 @@ def same_quantity(a: Quantity, b: Quantity, *, aligned: bool = False, close: boo
     other's; ``aligned``, two sentences with much in common, says so too, and so do two
     words around the numbers in common between memories about the same thing (``close``)."""
     (dimension_a, value_a), (dimension_b, value_b) = _as(a, b), _as(b, a)
-    if dimension_a != dimension_b:
+    # two settings are two things ("warn_after" / "error_after")
+    if dimension_a != dimension_b or (a.setting and b.setting and a.setting != b.setting):
         return False
     if abs(value_a - value_b) <= 0.01 * max(abs(value_a), abs(value_b)):
         return False

@@ -53,3 +53,19 @@ def test_the_span_covers_every_word_of_the_quantity():
     (sentence,) = split(text)
     (quantity,) = quantities(sentence)
     assert text[slice(*quantity.span)] == "an hour and a half"
+
+
+@pytest.mark.parametrize(
+    ("text", "setting", "about"),
+    [
+        ("SessionPolicy.BACKGROUND_TIMEOUT is 15 minutes.", "background_timeout", "background"),
+        ("Sources have freshness warn_after: 12 hours.", "warn_after", "warn"),
+        ("Cookies set maxAge=3600 seconds.", "maxage", "age"),
+        ("Sessions time out after 15 minutes.", "", "session"),
+    ],
+)
+def test_a_value_given_to_a_setting_is_about_what_its_name_says(text, setting, about):
+    (sentence,) = split(text)
+    (quantity,) = quantities(sentence)
+    assert quantity.setting == setting
+    assert about in quantity.subject

@@ -198,6 +198,10 @@ MORE_BY_CLASS = [
      "The search box debounces input by 500 ms."),
     ("quantity", "Each export job has a five-minute timeout.",
      "Export jobs time out after 600 seconds."),
+    # a setting's value is about what its name says
+    ("quantity", "ExportPolicy.IDLE_TIMEOUT is 20 minutes; after that the browser asks for a"
+     " password again.", "If the export page sits idle for more than ten minutes the export is"
+     " dropped and the user signs in again."),
     # two requirements of one product, however little else the memories share
     ("version", "Our API supports Node 18 and newer.",
      "The API server must be Node 20: the test suite uses the built-in runner."),
@@ -291,6 +295,9 @@ AGREEING = [
     ("The cache entry lives for a quarter of an hour.", "The cache entry lives for 15 minutes."),
     ("Each export job has a five-minute timeout.", "Export jobs time out after 300 seconds."),
     ("The importer commits 10k rows per batch.", "The importer commits 10,000 rows per batch."),
+    # two settings are two things, whatever words their names share
+    ("Every model has freshness warn_after: 12 hours from the defaults in sources.yml.",
+     "The stripe model additionally sets error_after: 24 hours so very stale data fails the run."),
     # a series in use inside the range another memory requires
     ("The app is on Kotlin 2.0.x with the K2 compiler.",
      "The Compose plugin needs Kotlin 2.0 or newer."),
