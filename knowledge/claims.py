@@ -192,19 +192,21 @@ def _around(
         for index in indexes:
             if index >= len(tokens) or (most is not None and taken >= most[side]):
                 break
-            said = _meant(tokens[index])
+            said = meant(tokens[index])
             found |= said
             taken += bool(said)
     return found
 
 
-# Where an identifier's words part: "Session|Policy.BACKGROUND|_TIMEOUT", "max|-age".
-_IDENTIFIER_PARTS = re.compile(r"[._:/-]+|(?<=[a-z])(?=[A-Z])")
+# Where an identifier's words part: "BACKGROUND|_TIMEOUT", "max|Age", "reconcile|-settlements".
+_IDENTIFIER_PARTS = re.compile(r"[_-]+|(?<=[a-z])(?=[A-Z])")
 
 
-def _meant(token: Token) -> set[str]:
-    """The stems of what a token says: a word, or an identifier's words."""
-    parts = _IDENTIFIER_PARTS.split(token.text)
+def meant(token: Token) -> set[str]:
+    """The stems of what a token says: a word, or the words of an identifier's own name,
+    without its namespace ("Raidhall.Jobs.ResetWeekly" says "reset weekly", as
+    "cmd/reconcile" says "reconcile")."""
+    parts = _IDENTIFIER_PARTS.split(re.split(r"[./:]+", token.text.strip("./:"))[-1])
     if len(parts) == 1 or not re.fullmatch(r"[A-Za-z][\w.:-]*[A-Za-z]", token.text):
         return {root(token.word)} if meaningful(token.word) else set()
     return {root(part.lower()) for part in parts if meaningful(part.lower())}

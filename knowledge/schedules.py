@@ -7,8 +7,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from knowledge.claims import NUMBER_WORDS, Sentence, meaningful
-from knowledge.reading import stem, word_set
+from knowledge.claims import NUMBER_WORDS, Sentence, meant
+from knowledge.reading import word_set
 
 _DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 _DAY = {day[:3]: n for n, day in enumerate(_DAYS)} | {day: n for n, day in enumerate(_DAYS)}
@@ -159,13 +159,13 @@ def schedules(sentence: Sentence) -> list[Schedule]:
         return []
     if days and period is None and not times:
         period = 604800
+    # what runs: the words of the sentence, an identifier's among them
+    # ("reconcile-settlements", "cmd/reconcile")
     subject = frozenset(
-        stem(t.word)
+        word
         for t in sentence.tokens
-        if meaningful(t.word)
-        and t.word not in _PERIODS
-        and t.word[:3] not in _DAY
-        and t.word not in _NOT_SUBJECTS
+        if t.word not in _PERIODS and t.word[:3] not in _DAY and t.word not in _NOT_SUBJECTS
+        for word in meant(t)
     )
     span = (min(s for s, _ in spans), max(e for _, e in spans))
     return [Schedule(period, frozenset(times), frozenset(days), subject, span)]

@@ -202,6 +202,10 @@ MORE_BY_CLASS = [
     ("quantity", "ExportPolicy.IDLE_TIMEOUT is 20 minutes; after that the browser asks for a"
      " password again.", "If the export page sits idle for more than ten minutes the export is"
      " dropped and the user signs in again."),
+    # a job named by its identifier on one side, its words on the other
+    ("schedule", "Invoice export (cmd/exportinvoices) runs nightly at 01:00 UTC.",
+     "The `export-invoices` Kubernetes CronJob fires every four hours to run"
+     " cmd/exportinvoices."),
     # two requirements of one product, however little else the memories share
     ("version", "Our API supports Node 18 and newer.",
      "The API server must be Node 20: the test suite uses the built-in runner."),
@@ -298,6 +302,9 @@ AGREEING = [
     # two settings are two things, whatever words their names share
     ("Every model has freshness warn_after: 12 hours from the defaults in sources.yml.",
      "The stripe model additionally sets error_after: 24 hours so very stale data fails the run."),
+    # two jobs of one namespace are two jobs
+    ("The weekly ladder resets Monday 00:00 UTC (Arena.Jobs.ResetLadder).",
+     "Daily quests reset at 09:00 UTC for everyone (Arena.Jobs.RefreshQuests)."),
     # a series in use inside the range another memory requires
     ("The app is on Kotlin 2.0.x with the K2 compiler.",
      "The Compose plugin needs Kotlin 2.0 or newer."),
