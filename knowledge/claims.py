@@ -218,11 +218,15 @@ def quantities(sentence: Sentence) -> list[Quantity]:
     index = 0
     while index < len(tokens):
         token = tokens[index]
-        read = number(token)
+        limit = _limit(tokens, index)
+        read = limit or number(token)
         previous = tokens[index - 1].word if index else ""
-        if read is None and token.word in ("a", "an") and index + 1 < len(tokens):
-            following = tokens[index + 1].word
-            read = (1.0, "") if following in UNITS and UNITS[following][0] == "time" else None
+        if read is None and token.word in ("a", "an"):
+            # "after a minute", never "a second attempt"
+            following = _word(tokens, index + 1)
+            ordinal = following == "second" and meaningful(_word(tokens, index + 2))
+            timed = following in UNITS and UNITS[following][0] == "time" and not ordinal
+            read = (1.0, "") if timed else None
         if read is None or previous.startswith("#") or ":" in token.word:
             index += 1
             continue
@@ -267,7 +271,7 @@ def quantities(sentence: Sentence) -> list[Quantity]:
             index += 1
             continue  # 3.11a1, 2fa: not a measure
         else:
-            what = _counted(sentence, index, last, scaled=bool(suffix))
+            what = "attempt" if limit else _counted(sentence, index, last, scaled=bool(suffix))
             if what is None or (value >= 1900 and value <= 2100 and value.is_integer()):
                 index = last + 1
                 continue
@@ -295,6 +299,28 @@ def quantities(sentence: Sentence) -> list[Quantity]:
         )
         index = max(last, read_to) + 1
     return found
+
+
+ORDINALS = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+    "eighth": 8, "ninth": 9, "tenth": 10,
+}  # fmt: skip
+
+
+def _limit(tokens: tuple[Token, ...], index: int) -> tuple[float, str] | None:
+    """The attempts an ordinal counts ("stop after the fifth attempt", "the 3rd retry
+    fails the job"): so many in all."""
+    word, following = tokens[index].word, _word(tokens, index + 1)
+    if (
+        not index
+        or tokens[index - 1].word != "the"
+        or _same_count.get(root(following)) != "attempt"
+    ):
+        return None
+    if word in ORDINALS:
+        return float(ORDINALS[word]), ""
+    match = re.fullmatch(r"(\d+)(?:st|nd|rd|th)", word)
+    return (float(match.group(1)), "") if match else None
 
 
 def _setting(tokens: tuple[Token, ...], index: int) -> str:

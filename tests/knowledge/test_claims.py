@@ -34,6 +34,12 @@ READINGS = [
     ("The topic holds 2.5M events a day.", [("count:event/time", 2.5e6 / 86400)]),
     ("Each worker keeps an 8K buffer.", [("size", 8 * 1024.0)]),
     ("Sessions time out after 5m.", [("m", 5.0)]),
+    # an ordinal attempt is a limit of so many attempts
+    ("Webhook retries stop after the fifth attempt.", [("count:attempt", 5.0)]),
+    ("The 3rd retry fails the job.", [("count:attempt", 3.0)]),
+    ("Wait before a second attempt.", []),
+    ("The second release sets NOT NULL.", []),
+    ("Retry after a second.", [("time", 1.0)]),
     # a fraction measures only with a unit
     ("Half the workers restart nightly.", []),
     ("Revenue is reported every quarter.", []),

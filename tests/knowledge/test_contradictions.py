@@ -202,6 +202,10 @@ MORE_BY_CLASS = [
     ("quantity", "ExportPolicy.IDLE_TIMEOUT is 20 minutes; after that the browser asks for a"
      " password again.", "If the export page sits idle for more than ten minutes the export is"
      " dropped and the user signs in again."),
+    # so many tries against the last one counted
+    ("quantity", "Payment callbacks are retried three times with backoff, then parked in"
+     " callback_dlq.", "Callback retries stop after the fifth attempt; only then is a callback"
+     " parked in callback_dlq."),
     # a job named by its identifier on one side, its words on the other
     ("schedule", "Invoice export (cmd/exportinvoices) runs nightly at 01:00 UTC.",
      "The `export-invoices` Kubernetes CronJob fires every four hours to run"
