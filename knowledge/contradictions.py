@@ -25,7 +25,6 @@ opposite. The evidence names what differs, for a reviewer to see at a glance.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from knowledge import polarity, repeats, rules, tools, versions
@@ -35,8 +34,10 @@ from knowledge.reading import (
     NUMBER,
     STOPWORDS,
     Words,
+    kin,
     overlap,
     read,
+    reports,
     sentences,
     stem,
     word_set,
@@ -215,6 +216,7 @@ def compare(
     score = max(cosine if cosine is not None else 0.0, shared)
     named = (
         bool((whole_a.specific & whole_b.specific) - common)
+        or kin(whole_a.specific - common, whole_b.specific - common)
         or bool(_measured(whole_a) & _measured(whole_b))
         or bool((whole_a.old | whole_a.new) & content_b)
         or bool((whole_b.old | whole_b.new) & content_a)
@@ -233,7 +235,7 @@ def compare(
     if versions_only and not _same_products(a, b):
         return Verdict(None, score, evidence)
     close = score >= similarity or named
-    history = _reports(a) and _reports(b)
+    history = reports(a) and reports(b)
     findings: list[rules.Finding] = []
     if not history:
         # Below ``similarity``, without a name in common, what names its own subject (a
@@ -279,25 +281,6 @@ def compare(
         # About the same thing, and no rule can tell how they relate: a judge may.
         evidence["undecided"] = True
     return Verdict(None, score, evidence)
-
-
-# The verbs a change log entry starts with ("Added ...", "fix ...", "[svn] removed ...").
-EVENTS = word_set(
-    "add added adds adding remove removed removes fix fixed fixes move moved moves update "
-    "updated updates change changed changes drop dropped drops bump bumped bumps merge merged "
-    "rename renamed replace replaced refactor refactored port ported improve improved clean "
-    "cleaned delete deleted implement implemented document documented revert reverted "
-    "upgrade upgraded downgrade downgraded introduce introduced deprecate deprecated "
-    "release released prepare preparing finish finished make made rework reworked split "
-    "simplify simplified tweak tweaked ready bumping"
-)
-_EVENT = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*(?:[a-z]+:\s*)?[^\w\[]*([A-Za-z]+)")
-
-
-def _reports(text: str) -> bool:
-    """A change log entry: it says what was done, not how things are. Two of them are
-    history, not claims that can contradict each other."""
-    return (match := _EVENT.match(text)) is not None and match.group(1).lower() in EVENTS
 
 
 def _findings(

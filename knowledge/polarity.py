@@ -125,7 +125,8 @@ def polarity(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | Non
     for match in all_matches(_PROHIBIT, a.text):
         at = _token_at(a, a.start + match.end())
         groups, thing, last = _action(a, at)
-        if not groups or thing is None or thing not in words_b:
+        # a thing by its qualified name, or by its own ("Rails.cache" / "the cache")
+        if not groups or thing is None or not {thing, thing.rsplit(".", 1)[-1]} & words_b:
             continue
         if any(ACTION.get(stem(token.word), set()) & groups for token in b.tokens):
             first = (a.start + match.start(), a.tokens[last].end)

@@ -344,3 +344,34 @@ def overlap(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / min(len(a), len(b))
+
+
+def kin(a: frozenset[str], b: frozenset[str]) -> bool:
+    """A qualified name on one side that the other's begins with: one thing ("Rails.cache" /
+    "Rails.cache.fetch", "billing.tasks" / "billing.tasks.retry")."""
+    return any(
+        long.startswith(short) and long[len(short) : len(short) + 1] in (".", ":", "/")
+        for short in a | b
+        if "." in short.strip(".") or "::" in short
+        for long in (b if short in a else a)
+        if len(long) > len(short)
+    )
+
+
+# The verbs a change log entry starts with ("Added ...", "fix ...", "[svn] removed ...").
+EVENTS = word_set(
+    "add added adds adding remove removed removes fix fixed fixes move moved moves update "
+    "updated updates change changed changes drop dropped drops bump bumped bumps merge merged "
+    "rename renamed replace replaced refactor refactored port ported improve improved clean "
+    "cleaned delete deleted implement implemented document documented revert reverted "
+    "upgrade upgraded downgrade downgraded introduce introduced deprecate deprecated "
+    "release released prepare preparing finish finished make made rework reworked split "
+    "simplify simplified tweak tweaked ready bumping"
+)
+_EVENT = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*(?:[a-z]+:\s*)?[^\w\[]*([A-Za-z]+)")
+
+
+def reports(text: str) -> bool:
+    """A change log entry: it says what was done, not how things are. Two of them are
+    history, not claims that can contradict each other."""
+    return (match := _EVENT.match(text)) is not None and match.group(1).lower() in EVENTS

@@ -202,6 +202,10 @@ MORE_BY_CLASS = [
     ("quantity", "ExportPolicy.IDLE_TIMEOUT is 20 minutes; after that the browser asks for a"
      " password again.", "If the export page sits idle for more than ten minutes the export is"
      " dropped and the user signs in again."),
+    # a thing by its qualified name on one side, by its own on the other
+    ("polarity", "Never write to Flask.cache from view functions; WarmCacheTask is the only"
+     " writer.", "Views fill the cache lazily: `Flask.cache.get_or_set(key, build)` computes and"
+     " stores a value on a miss. The first request after a deploy is slow."),
     # so many tries against the last one counted
     ("quantity", "Payment callbacks are retried three times with backoff, then parked in"
      " callback_dlq.", "Callback retries stop after the fifth attempt; only then is a callback"
