@@ -61,11 +61,14 @@ _CASE_STYLES = {
     "lowercase": "lower", "lower-case": "lower", "uppercase": "upper", "upper-case": "upper",
 }  # fmt: skip
 _AFFIX = re.compile(
-    r"\b(start|begin|end|prefix|suffix)(?:s|es|ed|ing)?\b(?:\s+(?:with|by))?\s+(?P<what>[^.;,]+)"
-    r"|\b(?:the|a|an)\s+(?P<what2>\S+)\s+(prefix|suffix)\b"
-    r"|\bnamed?\s+(?:\w+\s+){0,3}?(after|with|by|for)\s+(?P<what3>[^.;,]+)"
+    # "prefix your branch with your initials": what is put at the start is after "with"
+    r"\b(?P<verb0>prefix|suffix)(?:es|ed)?\s+(?:(?!with\b)\w+\s+){1,3}with\s+(?P<what0>[^.;,]+)"
+    r"|\b(?P<verb1>start|begin|end|prefix|suffix)(?:s|es|ed|ing)?\b(?:\s+(?:with|by))?\s+"
+    r"(?P<what>[^.;,]+)"
+    r"|\b(?:the|a|an)\s+(?P<what2>\S+)\s+(?P<verb2>prefix|suffix)\b"
+    r"|\bnamed?\s+(?:\w+\s+){0,3}?(?P<verb3>after|with|by|for)\s+(?P<what3>[^.;,]+)"
     # A pattern of names: "named raidhall_<subsystem>_total" (its start is fixed).
-    r"|\b(named)\s+(?P<what4>[\w<>.:/-]*[_<][\w<>.:/-]*)",
+    r"|\b(?P<verb4>named)\s+(?P<what4>[\w<>.:/-]*[_<][\w<>.:/-]*)",
     re.I,
 )
 # Where what a naming rule says ends: "after the ticket that introduced it" is the ticket.
@@ -313,10 +316,8 @@ def _shape(template: str) -> str:
 def _anchor(match: re.Match[str]) -> str:
     """Where a naming rule puts what it says: at the start (a prefix), the end, or the name
     as a whole ("named after the ticket")."""
-    # Groups 1, 4, 5 and 7: the verb or noun of each of _AFFIX's four forms.
-    word = next(
-        g for g in (match.group(1), match.group(4), match.group(5), match.group(7)) if g
-    ).lower()
+    word = next(match.group(f"verb{form}") for form in range(5) if match.group(f"verb{form}"))
+    word = word.lower()
     if word in ("start", "begin", "prefix", "named"):
         return "start"
     return "end" if word in ("end", "suffix") else "name"
@@ -324,7 +325,8 @@ def _anchor(match: re.Match[str]) -> str:
 
 def _what(match: re.Match[str]) -> str:
     said = (
-        match.group("what")
+        match.group("what0")
+        or match.group("what")
         or match.group("what2")
         or match.group("what3")
         or match.group("what4")

@@ -202,6 +202,10 @@ MORE_BY_CLASS = [
     ("quantity", "ExportPolicy.IDLE_TIMEOUT is 20 minutes; after that the browser asks for a"
      " password again.", "If the export page sits idle for more than ten minutes the export is"
      " dropped and the user signs in again."),
+    # "prefix X with Y" puts Y at the start of X
+    ("naming", "Release branches start with the sprint number, e.g. `S42-payments-fix`.",
+     "Prefix your branch with the service name and a slash, then a slug:"
+     " `payments/fix-rounding`."),
     # a thing by its qualified name on one side, by its own on the other
     ("polarity", "Never write to Flask.cache from view functions; WarmCacheTask is the only"
      " writer.", "Views fill the cache lazily: `Flask.cache.get_or_set(key, build)` computes and"
