@@ -206,6 +206,10 @@ MORE_BY_CLASS = [
     ("naming", "Release branches start with the sprint number, e.g. `S42-payments-fix`.",
      "Prefix your branch with the service name and a slash, then a slug:"
      " `payments/fix-rounding`."),
+    # what comes first is what a name starts with
+    ("naming", "Metric names are snake_case with the owning service first, e.g."
+     " `billing_invoice_total`.", "Name metrics after the dashboard that shows them, dashboard id"
+     " first: `D-77-invoice-total`."),
     # a thing by its qualified name on one side, by its own on the other
     ("polarity", "Never write to Flask.cache from view functions; WarmCacheTask is the only"
      " writer.", "Views fill the cache lazily: `Flask.cache.get_or_set(key, build)` computes and"
@@ -311,6 +315,9 @@ AGREEING = [
     ("The cache entry lives for a quarter of an hour.", "The cache entry lives for 15 minutes."),
     ("Each export job has a five-minute timeout.", "Export jobs time out after 300 seconds."),
     ("The importer commits 10k rows per batch.", "The importer commits 10,000 rows per batch."),
+    # one start said two ways
+    ("Branch names start with the ticket number.",
+     "Put the ticket number first in every branch name."),
     # two settings are two things, whatever words their names share
     ("Every model has freshness warn_after: 12 hours from the defaults in sources.yml.",
      "The stripe model additionally sets error_after: 24 hours so very stale data fails the run."),
