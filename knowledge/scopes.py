@@ -74,8 +74,14 @@ def other_scope(a: Words, b: Words, *, times: bool = True) -> bool:
     if paths_a & paths_b:
         return True
     # Another command or code named on each side (`tool deploy` / `tool rollback`).
-    code_a, code_b = set(_CODE.findall(a.text)), set(_CODE.findall(b.text))
+    code_a, code_b = _code(a.text), _code(b.text)
     return bool(code_a and code_b and code_a.isdisjoint(code_b) and _commands(code_a, code_b))
+
+
+def _code(text: str) -> set[str]:
+    """The code spans of a text; one with its arguments elided ("where(account_id: ...)")
+    says any arguments, so it is no other command."""
+    return {code for code in _CODE.findall(text) if "..." not in code and "\u2026" not in code}
 
 
 _CODE = re.compile(r"`([^`]+)`")

@@ -210,6 +210,10 @@ MORE_BY_CLASS = [
     ("naming", "Metric names are snake_case with the owning service first, e.g."
      " `billing_invoice_total`.", "Name metrics after the dashboard that shows them, dashboard id"
      " first: `D-77-invoice-total`."),
+    # code with its arguments elided is that code with any arguments, not another command
+    ("exclusivity", "Tenant scoping goes only through scoped_by_org; don't write manual"
+     " `where(org_id: ...)` filters.", "Either scoped_by_org or an explicit"
+     " `where(org_id: Current.org.id)` is fine for tenant scoping."),
     # a thing by its qualified name on one side, by its own on the other
     ("polarity", "Never write to Flask.cache from view functions; WarmCacheTask is the only"
      " writer.", "Views fill the cache lazily: `Flask.cache.get_or_set(key, build)` computes and"
