@@ -77,7 +77,7 @@ _AFFIX = re.compile(
 _CLAUSE = re.compile(r"\s(?:that|which|who|so|because|since|when|to|and|or|but)\s|\(", re.I)
 _ONLY = re.compile(
     r"\b(?:only|exclusively|solely|nothing\s+but)\s+(?:(?:via|through|with|by|on|in|from|use|"
-    r"uses|using|the|a|an)\s+)*(?P<after>[\w./@+-]+)"
+    r"uses|using|the|a|an)\s+)*[`'\"]?(?P<after>[\w./@+-]+)"
     # "SPM-only", "Swift Package Manager only;": not "GC only runs when" (only when).
     r"|(?P<before>[\w./@+-]+)(?:-only\b|\s+only(?=\s*(?:[;,.)]|$)))",
     re.I,

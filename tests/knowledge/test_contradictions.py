@@ -210,6 +210,10 @@ MORE_BY_CLASS = [
     ("naming", "Metric names are snake_case with the owning service first, e.g."
      " `billing_invoice_total`.", "Name metrics after the dashboard that shows them, dashboard id"
      " first: `D-77-invoice-total`."),
+    # only a name in code quotes
+    ("exclusivity", "Request ids are read only from the `X-Request-Id` header; query parameters"
+     " are ignored.", "The tracing middleware takes the id from the `X-Request-Id` header or"
+     " from `request_id` in the query string, whichever is present."),
     # code with its arguments elided is that code with any arguments, not another command
     ("exclusivity", "Tenant scoping goes only through scoped_by_org; don't write manual"
      " `where(org_id: ...)` filters.", "Either scoped_by_org or an explicit"
