@@ -252,8 +252,8 @@ def opposites(
     in common will do; ``orders``: whether "before" / "after" count (not between memories
     alike only in a sentence or two)."""
     # Opposites may be words too common to carry meaning alone ("on", "off").
-    said_a = words_a | {base(t.word) for t in a.tokens}
-    said_b = words_b | {base(t.word) for t in b.tokens}
+    said_a = words_a | {base(t.word) for i, t in enumerate(a.tokens) if not _placed(a, i)}
+    said_b = words_b | {base(t.word) for i, t in enumerate(b.tokens) if not _placed(b, i)}
     only_a, only_b = said_a - said_b, said_b - said_a
     rest = shared(words_a, words_b, common)
     if len(rest) < 2:
@@ -284,6 +284,21 @@ def opposites(
                 (right.start, right.end),
             )
     return None
+
+
+_DETERMINERS = word_set(
+    "the a an every each all this that these those its our their my your any some no"
+)
+
+
+def _placed(sentence: Sentence, at: int) -> bool:
+    """ "on" or "off" before what it places ("False on every new DAG", "runs on Kubernetes",
+    "off the main thread"): a preposition, not a switch ("catchup on and ...", "is off")."""
+    tokens = sentence.tokens
+    if tokens[at].word not in ("on", "off") or at + 1 >= len(tokens):
+        return False
+    following = tokens[at + 1].word
+    return following in _DETERMINERS or following not in STOPWORDS
 
 
 def _near(sentence: Sentence, at: int, reach: int = 3) -> set[str]:

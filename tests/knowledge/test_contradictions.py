@@ -323,6 +323,10 @@ AGREEING = [
     ("The cache entry lives for a quarter of an hour.", "The cache entry lives for 15 minutes."),
     ("Each export job has a five-minute timeout.", "Export jobs time out after 300 seconds."),
     ("The importer commits 10k rows per batch.", "The importer commits 10,000 rows per batch."),
+    # "on" before what it places is no switch
+    ("Learned in run-12: a pipeline shipped with autosync on and flooded the queue. Turn"
+     " autosync off unless a full rebuild is wanted.",
+     "Set `autosync=False` on every new pipeline unless you intend a full rebuild."),
     # one start said two ways
     ("Branch names start with the ticket number.",
      "Put the ticket number first in every branch name."),
