@@ -11,6 +11,10 @@ from knowledge.reading import NEGATORS, NUMBER, STOPWORDS, Words, stem, word_set
 # Verbs before the tool a memory prescribes ("use X", not "move X").
 USE = word_set("use uses using prefer prefers preferred choose pick adopt adopted rely relies")
 _ARTICLES = word_set("the a an")
+_COUNTS = word_set(
+    "one two three four five six seven eight nine ten twelve twenty hundred dozen several "
+    "many few both"
+)
 
 _IDENTIFIER = re.compile(r"\b[A-Za-z]\w*(?:_\w*[A-Za-z0-9]|[a-z][A-Z]\w*)")
 
@@ -31,11 +35,12 @@ def prescribed(words: Words) -> set[str]:
     found = set()
     tokens = words.tokens
     for index, token in enumerate(tokens[:-1]):
-        if token not in USE:
+        # "in use" is no verb: "the one in use plus a spare"
+        if token not in USE or (index and tokens[index - 1] == "in"):
             continue
-        # "use the pnpm CLI", not "prefer to check" (a verb, not a tool)
+        # "use the pnpm CLI", not "prefer to check" (a verb, not a tool) nor "uses two pins"
         ahead = [t for t in tokens[index + 1 : index + 3] if t not in _ARTICLES]
-        if ahead and ahead[0] not in STOPWORDS | NEGATORS and not NUMBER.match(ahead[0]):
+        if ahead and ahead[0] not in STOPWORDS | NEGATORS | _COUNTS and not NUMBER.match(ahead[0]):
             found.add(stem(ahead[0]))
     return found | commands(words)
 

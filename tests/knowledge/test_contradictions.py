@@ -323,6 +323,10 @@ AGREEING = [
     ("The cache entry lives for a quarter of an hour.", "The cache entry lives for 15 minutes."),
     ("Each export job has a five-minute timeout.", "Export jobs time out after 300 seconds."),
     ("The importer commits 10k rows per batch.", "The importer commits 10,000 rows per batch."),
+    # "uses two pins" and "in use" prescribe no tool
+    ("Certificate pinning for api.example.org uses two SHA-256 pins (current key and backup) in"
+     " pinning.xml.", "res/xml/pinning.xml pins the API host's public key twice over: the one in"
+     " use plus a spare for rotation."),
     # "on" before what it places is no switch
     ("Learned in run-12: a pipeline shipped with autosync on and flooded the queue. Turn"
      " autosync off unless a full rebuild is wanted.",
@@ -464,3 +468,12 @@ def test_an_abbreviation_ends_no_sentence():
         "Then a verb, etc.",
         "Done.",
     ]
+
+
+def test_what_use_prescribes_is_a_tool_not_a_count():
+    from knowledge import tools
+
+    assert tools.prescribed(read("The service uses pgbouncer in front of PostgreSQL.")) == {
+        "pgbouncer"
+    }
+    assert tools.prescribed(read("Pinning uses two keys: the one in use plus a spare.")) == set()
