@@ -26,6 +26,7 @@ from knowledge import schedules, versions
 from knowledge.claims import Quantity, Sentence, same_quantity, same_value
 from knowledge.reading import STOPWORDS, stem, word_set
 from knowledge.said import Said, all_matches, first_match, name_like, shared
+from knowledge.scopes import TIME_SCOPES
 
 # The classes of a possible conflict.
 QUANTITY, VERSION, SCHEDULE = "quantity", "version", "schedule"
@@ -344,6 +345,34 @@ def _content(text: str) -> set[str]:
     }
 
 
+def _things(said: Said) -> frozenset[str]:
+    """The parts of the names of a sentence that say what, not when (no day, time zone or
+    number): "raidhall.jobs.resetweekly" says "raidhall", "job" and "resetweekly"."""
+    return frozenset(
+        stem(part)
+        for name in said.reading.specific
+        if not _ZONE.fullmatch(name)
+        for part in re.split(r"[./:_-]+", name)
+        if len(part) > 2 and part.isalpha() and stem(part) not in TIME_SCOPES
+    )
+
+
+def _said(said: Said) -> frozenset[str]:
+    """Every word of a sentence and every part of its names."""
+    tokens = said.reading.tokens
+    return frozenset(
+        stem(part) for token in tokens for part in (token, *re.split(r"[./:_-]+", token))
+    )
+
+
+# A time zone ("UTC", "Europe/Berlin"): when, not what.
+_ZONE = re.compile(
+    r"utc|gmt|cet|cest|pst|pdt|est|edt|"
+    r"(?:africa|america|antarctica|asia|atlantic|australia|europe|indian|pacific)/[a-z_]+",
+    re.I,
+)
+
+
 def measured(
     a: Said,
     b: Said,
@@ -372,10 +401,14 @@ def measured(
             )
             if (aligned or close or exact) and versions.versions_disagree(left, right):
                 found.append(Finding(VERSION, left.product, left.span, right.span))
+    # Each names what it schedules, and neither says any part of the other's names: two
+    # things ("Chrome Web Store submissions" / "Firefox Add-ons submissions").
+    things_a, things_b = _things(a), _things(b)
+    apart = bool(things_a and things_b) and not (things_a & _said(b) or things_b & _said(a))
     for left_s in a.schedules:
         for right_s in b.schedules:
             subject = left_s.subject & right_s.subject
-            if subject and schedules.schedules_disagree(left_s, right_s):
+            if subject and not apart and schedules.schedules_disagree(left_s, right_s):
                 found.append(
                     Finding(SCHEDULE, " ".join(sorted(subject))[:80], left_s.span, right_s.span)
                 )

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from knowledge.claims import NUMBER_WORDS, Sentence, meant
-from knowledge.reading import word_set
+from knowledge.reading import STOPWORDS, word_set
 
 _DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 _DAY = {day[:3]: n for n, day in enumerate(_DAYS)} | {day: n for n, day in enumerate(_DAYS)}
@@ -61,6 +61,10 @@ class Schedule:
     days: frozenset[int]  # 0 = Monday
     subject: frozenset[str]
     span: tuple[int, int]
+
+
+# Words after a day that still say when: "Monday mornings", "Friday only".
+_WHEN = word_set("only morning mornings evening evenings night nights afternoon afternoons")
 
 
 def schedules(sentence: Sentence) -> list[Schedule]:
@@ -147,6 +151,13 @@ def schedules(sentence: Sentence) -> list[Schedule]:
         first, last = match.groups()
         if match.group(0).strip() in ("mon", "sun", "sat") and not match.group(0).startswith("on"):
             continue
+        # "Sunday's data", "Monday dashboards": a day that says which, not when
+        following = re.match(r"(?:'s|\u2019s)|\s+([a-z]+)", lowered[match.end() :])
+        if following and (
+            following.group(1) is None
+            or (following.group(1) not in STOPWORDS and following.group(1) not in _WHEN)
+        ):
+            continue
         start = _DAY[first]
         end = _DAY[last] if last else start
         days.update(range(start, end + 1) if end >= start else [start])
@@ -174,6 +185,10 @@ def schedules(sentence: Sentence) -> list[Schedule]:
 def schedules_disagree(a: Schedule, b: Schedule) -> bool:
     if a.period is not None and b.period is not None and a.period != b.period:
         return True
+    # some days of the week against every day ("Monday to Friday only" / "0 5 * * *")
+    for some, every in ((a, b), (b, a)):
+        if 0 < len(some.days) < 7 and every.period == 86400 and not every.days:
+            return True
     if a.times and b.times and a.times.isdisjoint(b.times):
         return True
     return bool(a.days and b.days and a.days.isdisjoint(b.days))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from knowledge.claims import quantities, split
+from knowledge.schedules import schedules
 
 HOUR, MINUTE = 3600.0, 60.0
 
@@ -75,3 +76,18 @@ def test_a_value_given_to_a_setting_is_about_what_its_name_says(text, setting, a
     (quantity,) = quantities(sentence)
     assert quantity.setting == setting
     assert about in quantity.subject
+
+
+@pytest.mark.parametrize(
+    ("text", "days"),
+    [
+        ("Submissions go out on Fridays.", {4}),
+        ("Deploys run Monday to Friday only.", {0, 1, 2, 3, 4}),
+        ("Reports are mailed on Monday mornings.", {0}),
+        # a day that says which, not when
+        ("The job runs daily, so Monday dashboards include Sunday's data.", set()),
+    ],
+)
+def test_a_day_is_read_where_it_says_when(text, days):
+    (schedule,) = [found for sentence in split(text) for found in schedules(sentence)]
+    assert schedule.days == days

@@ -230,6 +230,10 @@ MORE_BY_CLASS = [
     ("schedule", "Invoice export (cmd/exportinvoices) runs nightly at 01:00 UTC.",
      "The `export-invoices` Kubernetes CronJob fires every four hours to run"
      " cmd/exportinvoices."),
+    # some days of the week against every day
+    ("schedule", "The `nightly_rollup` job runs at 03:00 UTC Monday to Friday only.",
+     "nightly_rollup uses cron `0 3 * * *`: seven days a week, so Monday reports include"
+     " Sunday's numbers."),
     # two requirements of one product, however little else the memories share
     ("version", "Our API supports Node 18 and newer.",
      "The API server must be Node 20: the test suite uses the built-in runner."),
@@ -331,6 +335,9 @@ AGREEING = [
     ("Learned in run-12: a pipeline shipped with autosync on and flooded the queue. Turn"
      " autosync off unless a full rebuild is wanted.",
      "Set `autosync=False` on every new pipeline unless you intend a full rebuild."),
+    # each schedules a thing of its own name
+    ("Google Play releases go out on Fridays.",
+     "TestFlight (iOS) releases happen on Mondays; Apple review is slow over weekends."),
     # one start said two ways
     ("Branch names start with the ticket number.",
      "Put the ticket number first in every branch name."),
