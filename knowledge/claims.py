@@ -204,12 +204,20 @@ _IDENTIFIER_PARTS = re.compile(r"[_-]+|(?<=[a-z])(?=[A-Z])")
 
 def meant(token: Token) -> set[str]:
     """The stems of what a token says: a word, or the words of an identifier's own name,
-    without its namespace ("Raidhall.Jobs.ResetWeekly" says "reset weekly", as
-    "cmd/reconcile" says "reconcile")."""
-    parts = _IDENTIFIER_PARTS.split(re.split(r"[./:]+", token.text.strip("./:"))[-1])
-    if len(parts) == 1 or not re.fullmatch(r"[A-Za-z][\w.:-]*[A-Za-z]", token.text):
-        return {root(token.word)} if meaningful(token.word) else set()
+    without its namespace or a file's extension ("Raidhall.Jobs.ResetWeekly" says "reset
+    weekly", "cmd/reconcile" says "reconcile", "/api/cron/inventory-sync" says "inventory
+    sync", "vercel.json" says "vercel")."""
+    segments = [segment for segment in re.split(r"[./:]+", token.text) if segment]
+    if len(segments) > 1 and segments[-1].lower() in _EXTENSIONS:
+        segments.pop()
+    parts = _IDENTIFIER_PARTS.split(segments[-1]) if segments else []
     return {root(part.lower()) for part in parts if meaningful(part.lower())}
+
+
+_EXTENSIONS = word_set(
+    "py rb js ts tsx jsx go rs ex exs java kt swift json yml yaml toml ini cfg xml md txt sql "
+    "sh html css"
+)
 
 
 def quantities(sentence: Sentence) -> list[Quantity]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.claims import quantities, split
+from knowledge.claims import meant, quantities, split
 from knowledge.schedules import schedules
 
 HOUR, MINUTE = 3600.0, 60.0
@@ -91,3 +91,20 @@ def test_a_value_given_to_a_setting_is_about_what_its_name_says(text, setting, a
 def test_a_day_is_read_where_it_says_when(text, days):
     (schedule,) = [found for sentence in split(text) for found in schedules(sentence)]
     assert schedule.days == days
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("maxAge", {"max", "age"}),
+        ("Raidhall.Jobs.ResetWeekly", {"reset", "weekly"}),
+        ("cmd/reconcile", {"reconcil"}),
+        ("/api/cron/inventory-sync", {"inventory", "sync"}),
+        ("vercel.json", {"vercel"}),
+        ("settlements", {"settlement"}),
+        ("10.minutes", set()),
+    ],
+)
+def test_an_identifier_says_the_words_of_its_own_name(text, said):
+    (sentence,) = split(text)
+    assert meant(sentence.tokens[0]) == said

@@ -230,6 +230,10 @@ MORE_BY_CLASS = [
     ("schedule", "Invoice export (cmd/exportinvoices) runs nightly at 01:00 UTC.",
      "The `export-invoices` Kubernetes CronJob fires every four hours to run"
      " cmd/exportinvoices."),
+    # a job by the route it calls, the route's own words
+    ("schedule", "Stock sync runs nightly at 02:00 UTC from the platform cron (`0 2 * * *`),"
+     " hitting `/api/cron/stock-sync`.",
+     "`cron.json` schedules `/api/cron/stock-sync` with `30 4 * * *`; it runs once a day."),
     # some days of the week against every day
     ("schedule", "The `nightly_rollup` job runs at 03:00 UTC Monday to Friday only.",
      "nightly_rollup uses cron `0 3 * * *`: seven days a week, so Monday reports include"
