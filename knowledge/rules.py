@@ -237,7 +237,7 @@ def inclusive(
     )
 
 
-# Words of a sentence about names.
+# Words of a sentence about names (a case style's name among them: "fields use camelCase").
 NAME_WORDS = frozenset(
     stem(word)
     for word in word_set(
@@ -245,7 +245,7 @@ NAME_WORDS = frozenset(
         "convention conventions identifier identifiers id ids key keys slug slugs label labels "
         "tag tags branch branches topic topics title titles case"
     )
-)
+) | frozenset(stem(word) for word in _CASE_STYLES if "_" not in word and "-" not in word)
 
 
 def naming(

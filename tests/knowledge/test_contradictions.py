@@ -206,6 +206,10 @@ MORE_BY_CLASS = [
     ("naming", "Release branches start with the sprint number, e.g. `S42-payments-fix`.",
      "Prefix your branch with the service name and a slash, then a slug:"
      " `payments/fix-rounding`."),
+    # a case style named is a rule about names
+    ("naming", "Private fields in the C# scripts use `_camelCase`, e.g. `_retryTimer`,"
+     " `_queueSize`.", "The .editorconfig requires private instance fields to start with `m_`"
+     " followed by PascalCase (`m_RetryTimer`)."),
     # what comes first is what a name starts with
     ("naming", "Metric names are snake_case with the owning service first, e.g."
      " `billing_invoice_total`.", "Name metrics after the dashboard that shows them, dashboard id"
