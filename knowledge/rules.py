@@ -99,7 +99,9 @@ def exclusivity(
         return None
     said = match.group("after") or match.group("before") or ""
     only = stem(said.lower())
-    if not only or only in STOPWORDS or not name_like(said):
+    # a name in code quotes is a name, however plain its word ("only the `scheduler` queue")
+    quoted = a.text[: match.start("after")].endswith("`") if match.group("after") else False
+    if not only or only in STOPWORDS or not (name_like(said) or quoted):
         return None
     context = shared(words_a, words_b, common) - {only}
     if len(context) < 2:

@@ -11,14 +11,24 @@ from knowledge.reading import Words, stem, word_set
 
 # Words that name where a claim holds: two claims for different ones of these are about
 # different scopes, not opposite claims.
-SCOPES = word_set(
-    "staging stage production prod dev development test testing qa ci local preview "
-    "sandbox canary live beta alpha nightly ios android web mobile desktop linux windows "
-    "macos mac darwin arm arm64 x86 amd64 server client frontend backend admin internal "
-    "external public private read write reads writes primary replica leader follower eu "
-    "us asia weekday weekend weekdays weekends night day monday tuesday wednesday "
-    "thursday friday saturday sunday"
-)
+# Each kind names alternatives of one another: another environment is another scope, but an
+# environment beside a platform is no other scope of the same thing ("the nightly import
+# writes to ..." says nothing of where reads go).
+SCOPE_KINDS = [
+    "staging stage production prod dev development test testing qa ci local preview sandbox "
+    "canary live beta alpha nightly",
+    "ios android web mobile desktop",
+    "linux windows macos mac darwin",
+    "arm arm64 x86 amd64",
+    "server client frontend backend",
+    "admin internal external public private",
+    "read write reads writes",
+    "primary replica leader follower",
+    "eu us asia",
+    "weekday weekend weekdays weekends night day monday tuesday wednesday thursday friday "
+    "saturday sunday",
+]
+SCOPES = frozenset(word for kind in SCOPE_KINDS for word in kind.split())
 
 
 SCOPE_STEMS = frozenset(stem(word) for word in SCOPES)
@@ -41,6 +51,16 @@ _SAME_SCOPE = {
 }
 
 
+# The scopes of each kind, as ``_scopes`` spells them.
+_KINDS = [
+    frozenset(_SAME_SCOPE.get(stem(word), stem(word)) for word in kind.split())
+    for kind in SCOPE_KINDS
+]
+
+
+_USUAL = frozenset(stem(word) for word in word_set("default normal normally usual usually"))
+
+
 def _scopes(words: Words) -> set[str]:
     return {_SAME_SCOPE.get(word, word) for word in words.content & SCOPE_STEMS}
 
@@ -52,9 +72,12 @@ def other_scope(a: Words, b: Words, *, times: bool = True) -> bool:
     scopes_a, scopes_b = _scopes(a), _scopes(b)
     if not times:
         scopes_a, scopes_b = scopes_a - TIME_SCOPES, scopes_b - TIME_SCOPES
-    if (scopes_a - scopes_b) and (scopes_b - scopes_a):
-        return True
-    if (scopes_a ^ scopes_b) and "default" in (a.content | b.content):
+    for kind in _KINDS:
+        if (scopes_a & kind) - scopes_b and (scopes_b & kind) - scopes_a:
+            return True
+    # the usual case against a scope's own ("by default", "in normal operation" / "factory
+    # test builds")
+    if (scopes_a ^ scopes_b) and _USUAL & (a.content | b.content):
         return True
     only_a, only_b = a.content - b.content, b.content - a.content
     # A place spelled otherwise on each side ("rate-limits.md" / "rate_limits.md") is the

@@ -214,6 +214,11 @@ MORE_BY_CLASS = [
     ("naming", "Metric names are snake_case with the owning service first, e.g."
      " `billing_invoice_total`.", "Name metrics after the dashboard that shows them, dashboard id"
      " first: `D-77-invoice-total`."),
+    # a plain word in code quotes is a name; "writes" and "nightly" are scopes of two kinds,
+    # not two scopes
+    ("exclusivity", "Only the `billing` Celery queue writes to `invoice_lines`; tasks on other"
+     " queues must not touch that table.", "The nightly ERP import, which runs on the `imports`"
+     " queue, bulk-creates `invoice_lines` rows for the next cycle."),
     # only a name in code quotes
     ("exclusivity", "Request ids are read only from the `X-Request-Id` header; query parameters"
      " are ignored.", "The tracing middleware takes the id from the `X-Request-Id` header or"
@@ -346,6 +351,10 @@ AGREEING = [
     # each schedules a thing of its own name
     ("Google Play releases go out on Fridays.",
      "TestFlight (iOS) releases happen on Mondays; Apple review is slow over weekends."),
+    # the usual case against a scope's own
+    ("In normal operation only the flow controller writes the main valve register.",
+     "Test builds (SERVICE_MODE=1) let the test tool set every valve register from the console,"
+     " the main valve included."),
     # one start said two ways
     ("Branch names start with the ticket number.",
      "Put the ticket number first in every branch name."),
