@@ -393,12 +393,13 @@ def measured(
     for left in versions_a:
         for right in versions_b:
             # Two full versions (x.y.z) of one product named alike say what they are about,
-            # and so do two requirements of it ("supports PostgreSQL 12 and newer" / "has to
-            # be PostgreSQL 15") and two versions of a package ("dbt-core 1.7.x" / "dbt-core
-            # 1.8"); "Python 2.6" beside "Python 3.3" needs the sentences or memories alike.
+            # and so do a requirement of it and another bound ("supports PostgreSQL 12 and
+            # newer" / "has to be PostgreSQL 15") and two versions of a package ("dbt-core
+            # 1.7.x" / "dbt-core 1.8"); "Python 2.6" beside "Python 3.3", or "fixed in Python
+            # 3.2+" beside "escape errors in Python 3.6+", needs the sentences alike.
             exact = left.product == right.product and (
                 (len(left.low) > 2 and len(right.low) > 2)
-                or not (left.pin or right.pin)
+                or (not (left.pin or right.pin) and (left.required or right.required))
                 or (bool(re.search(r"[-_]", left.product)) and len(left.low) > 1 < len(right.low))
             )
             if (aligned or close or exact) and versions.versions_disagree(left, right):

@@ -46,6 +46,7 @@ class Version:
     pin: bool  # a version stated, not a constraint
     span: tuple[int, int]
     context: frozenset[str] = frozenset()  # the words of its sentence
+    required: bool = False  # said as what is needed ("requires", "has to be", "at least")
 
 
 def _parts(text: str) -> tuple[int, ...]:
@@ -138,7 +139,7 @@ def versions(sentence: Sentence) -> list[Version]:
             # "3.11" and "2.0.x" say which one is used; "3.11+" is a bound
             low, high, pin = parts, _bump(parts, len(parts) - 1), plus != "+"
         span = sentence.span(product_at, index)
-        found.append(Version(stem(product.word), low, high, pin, span, context))
+        found.append(Version(stem(product.word), low, high, pin, span, context, least))
     return found
 
 

@@ -351,6 +351,11 @@ AGREEING = [
     # each schedules a thing of its own name
     ("Google Play releases go out on Fridays.",
      "TestFlight (iOS) releases happen on Mondays; Apple review is slow over weekends."),
+    # two bounds of one product in sentences about other things, neither a requirement
+    ("Use raw strings to avoid escape errors in Python 3.6+ (#1219)",
+     "Properly stop the reloader thread to avoid crashes at exit (#1158). Daemon threads can"
+     " crash the interpreter on exit. This was fixed for Python 3.2+ but the reloader still ran"
+     " into it."),
     # the usual case against a scope's own
     ("In normal operation only the flow controller writes the main valve register.",
      "Test builds (SERVICE_MODE=1) let the test tool set every valve register from the console,"
