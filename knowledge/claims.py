@@ -119,6 +119,13 @@ _NUMBER = re.compile(r"^(\d{1,3}(?:,\d{3})+|\d+(?:[._]\d+)?)([a-z%]*)$")
 # "20 requests per second", "600 requests a minute", "each hour".
 _PER = frozenset(("per", "a", "an", "each", "every"))
 RATES = {"rps": ("time", 1.0), "qps": ("time", 1.0), "rpm": ("time", 60.0)}
+# What holds so many of a thing at a time ("batches of 5000 rows").
+_PARTS_OF = word_set("batch batches chunk chunks page pages group groups block blocks")
+# What "a second" counts when it is no time ("a second attempt", "a second replica").
+_COUNTED_NOUNS = word_set(
+    "attempt try retry pass run round look copy instance replica node worker server request "
+    "call release deploy opinion reviewer"
+)
 # Words that make a count's number something else: an identifier, a position, a year.
 _NOT_COUNTS = word_set(
     "pr issue ticket step rule item page line version v no number id port python node http "
@@ -156,9 +163,12 @@ class Quantity:
     # The nearest words that carry meaning before it (two) and after it (one): what it
     # measures ("time out after 10 s", "keys rotate every 90 days").
     anchor: frozenset[str] = frozenset()
-    # The setting it is the value of ("warn_after: 12 hours", "BACKGROUND_TIMEOUT is 15
-    # minutes"), by its last name, lower case.
+    # The setting it is the value of ("warn_after: 12 hours", "SessionPolicy.IDLE_TIMEOUT is
+    # 15 minutes"), lower case.
     setting: str = ""
+    # A measure of the thing it names, joined to its unit ("a 24-hour format", "the 4-hour
+    # window"): its anchor is that thing.
+    modifies: bool = False
 
 
 def meaningful(word: str) -> bool:
@@ -232,7 +242,7 @@ def quantities(sentence: Sentence) -> list[Quantity]:
         if read is None and token.word in ("a", "an"):
             # "after a minute", never "a second attempt"
             following = _word(tokens, index + 1)
-            ordinal = following == "second" and meaningful(_word(tokens, index + 2))
+            ordinal = following == "second" and _word(tokens, index + 2) in _COUNTED_NOUNS
             timed = following in UNITS and UNITS[following][0] == "time" and not ordinal
             read = (1.0, "") if timed else None
         if read is None or previous.startswith("#") or ":" in token.word:
@@ -284,6 +294,9 @@ def quantities(sentence: Sentence) -> list[Quantity]:
                 index = last + 1
                 continue
             dimension, factor = f"count:{what}", 1.0
+            if index > 1 and previous == "of" and tokens[index - 2].word in _PARTS_OF:
+                # "in batches of 5000 rows": rows per batch
+                dimension += "/" + root(tokens[index - 2].word)
             rest = [t.word for t in tokens[last + 1 : last + 5]]
             for per_at, word in enumerate(rest[:-1]):
                 after = rest[per_at + 1]
@@ -293,8 +306,13 @@ def quantities(sentence: Sentence) -> list[Quantity]:
                     # "a day" in "2.5M events a day" is no quantity of its own
                     read_to = last + 2 + per_at
                     break
+                if word in ("per", "each") and meaningful(after):
+                    # "5000 rows per batch" counts batches' rows, not a table's
+                    dimension = f"{dimension}/{root(after)}"
+                    break
         subject = _around(sentence, index, last)
-        anchor = _around(sentence, index, last, before=3, after=1, most=(2, 1))
+        modifies = "-" in token.word and bool(suffix) and meaningful(_word(tokens, last + 1))
+        anchor = _around(sentence, index, last, *((0, 2, (0, 2)) if modifies else (3, 1, (2, 1))))
         found.append(
             Quantity(
                 dimension,
@@ -303,12 +321,14 @@ def quantities(sentence: Sentence) -> list[Quantity]:
                 sentence.span(index, last),
                 frozenset(anchor),
                 _setting(tokens, index),
+                modifies,
             )
         )
         index = max(last, read_to) + 1
     return found
 
 
+_UNTIL = word_set("after until till past beyond")
 ORDINALS = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
     "eighth": 8, "ninth": 9, "tenth": 10,
@@ -316,13 +336,17 @@ ORDINALS = {
 
 
 def _limit(tokens: tuple[Token, ...], index: int) -> tuple[float, str] | None:
-    """The attempts an ordinal counts ("stop after the fifth attempt", "the 3rd retry
-    fails the job"): so many in all."""
-    word, following = tokens[index].word, _word(tokens, index + 1)
+    """The attempts an ordinal counts where it ends them ("stop after the fifth attempt",
+    "locked after the 3rd failed attempt"): so many in all; never one attempt among others
+    ("on the second retry it pages")."""
+    word = tokens[index].word
+    # the attempt counted, one word between at most ("after the 3rd failed attempt")
+    counted = [_word(tokens, index + 1), _word(tokens, index + 2)]
     if (
-        not index
+        index < 2
         or tokens[index - 1].word != "the"
-        or _same_count.get(root(following)) != "attempt"
+        or tokens[index - 2].word not in _UNTIL
+        or not any(_same_count.get(root(noun)) == "attempt" for noun in counted)
     ):
         return None
     if word in ORDINALS:
@@ -334,11 +358,11 @@ def _limit(tokens: tuple[Token, ...], index: int) -> tuple[float, str] | None:
 def _setting(tokens: tuple[Token, ...], index: int) -> str:
     """The identifier a value is given to, just before it ("warn_after: 12 hours",
     "SessionPolicy.BACKGROUND_TIMEOUT is 15 minutes", "max_age=604800")."""
-    at = index - 1 - (_word(tokens, index - 1) in ("is", "to", "of", "=", "are"))
+    at = index - 1 - (_word(tokens, index - 1) in ("is", "to", "of", "=", "are", "at"))
     if at < 0 or not re.fullmatch(r"[A-Za-z][\w.]*[A-Za-z]", tokens[at].text):
         return ""
-    name = tokens[at].text.rsplit(".", 1)[-1]
-    return name.lower() if "_" in name or re.search(r"[a-z][A-Z]", name) else ""
+    name = tokens[at].text
+    return name.lower() if "_" in name or "." in name or re.search(r"[a-z][A-Z]", name) else ""
 
 
 def _word(tokens: tuple[Token, ...], index: int) -> str:
@@ -411,7 +435,15 @@ _same_count = {
 
 def _as(quantity: Quantity, other: Quantity) -> tuple[str, float]:
     """A quantity in "m" read as the other side's measure: minutes beside a time, metres
-    beside a length."""
+    beside a length; a count beside the same count per a thing its words name ("batch
+    size is 1024 sequences" / "a batch of 512 sequences")."""
+    dimension, per = other.dimension.rpartition("/")[::2]
+    if dimension == quantity.dimension and dimension.startswith("count:"):
+        return (
+            (other.dimension, quantity.value)
+            if per in quantity.subject
+            else (quantity.dimension, quantity.value)
+        )
     if quantity.dimension != "m":
         return quantity.dimension, quantity.value
     if other.dimension == "time":
@@ -427,9 +459,14 @@ def same_quantity(a: Quantity, b: Quantity, *, aligned: bool = False, close: boo
     other's; ``aligned``, two sentences with much in common, says so too, and so do two
     words around the numbers in common between memories about the same thing (``close``)."""
     (dimension_a, value_a), (dimension_b, value_b) = _as(a, b), _as(b, a)
-    # two settings are two things ("warn_after" / "error_after")
-    if dimension_a != dimension_b or (a.setting and b.setting and a.setting != b.setting):
+    # two settings are two things ("warn_after" / "error_after", "redis.timeout" /
+    # "http.timeout"), unless one names the other in full ("SessionPolicy.IDLE_TIMEOUT" /
+    # "IDLE_TIMEOUT")
+    if dimension_a != dimension_b or not _one_setting(a.setting, b.setting):
         return False
+    if a.modifies or b.modifies:
+        # "a 24-hour format" is about a format, not "the last 12 hours"
+        return any(q.modifies and q.anchor & (o.subject | o.anchor) for q, o in ((a, b), (b, a)))
     if abs(value_a - value_b) <= 0.01 * max(abs(value_a), abs(value_b)):
         return False
     if dimension_a.startswith("count:"):
@@ -440,6 +477,13 @@ def same_quantity(a: Quantity, b: Quantity, *, aligned: bool = False, close: boo
         or bool(b.anchor & a.subject)
         or (close and len(a.subject & b.subject) >= 2)
     )
+
+
+def _one_setting(a: str, b: str) -> bool:
+    if not (a and b) or a == b:
+        return True
+    short, long = sorted((a, b), key=len)
+    return long.endswith("." + short)
 
 
 def same_value(a: Quantity, b: Quantity) -> bool:

@@ -418,15 +418,22 @@ def measured(
     taken = {v.span for v in (*versions_a, *versions_b)}
     left_all = [q for q in a.quantities if q.span not in taken]
     right_all = [q for q in b.quantities if q.span not in taken]
-    stated_a, stated_b = (*left_all, *stated[0]), (*right_all, *stated[1])
+
+    def agreed(quantity: Quantity, sentence: Sequence[Quantity], memory: Sequence[Quantity]):
+        # A value the other sentence names, in the same measure, or another of its memory's
+        # sentences names about the same words, is no contradiction: the other's values
+        # there measure other things ("batches of 5000 rows" beside "a table of 40M rows.
+        # The backfill commits 5000 rows per batch"), unlike "times out after 10 seconds.
+        # Health checks poll every 30 seconds" against "times out after 30 seconds".
+        return any(same_value(quantity, q) for q in sentence) or any(
+            same_value(quantity, q) and quantity.subject & q.subject for q in memory
+        )
+
     for left_q in left_all:
-        # A value the other memory names anywhere, in the same measure, is no contradiction:
-        # the other's values there measure other things ("5000 rows per batch" beside "a
-        # table of 40M rows").
-        if any(same_value(left_q, q) for q in stated_b):
+        if agreed(left_q, right_all, stated[1]):
             continue
         for right_q in right_all:
-            if any(same_value(right_q, q) for q in stated_a):
+            if agreed(right_q, left_all, stated[0]):
                 continue
             if same_quantity(left_q, right_q, aligned=strong, close=close):
                 about = " ".join(sorted(left_q.subject & right_q.subject))[:80]

@@ -11,8 +11,8 @@ HOUR, MINUTE = 3600.0, 60.0
 
 READINGS = [
     # thousands written with commas are one number, not two
-    ("The export writes batches of 1,000 rows.", [("count:row", 1000.0)]),
-    ("The export writes batches of 12,500 rows.", [("count:row", 12500.0)]),
+    ("The export writes batches of 1,000 rows.", [("count:row/batch", 1000.0)]),
+    ("The export writes batches of 12,500 rows.", [("count:row/batch", 12500.0)]),
     # a list of numbers is not a number with thousands
     ("Open ports 80,443,8080 on the balancer.", []),
     # a half added to a whole number, before or after the unit
@@ -31,16 +31,21 @@ READINGS = [
     ("The report runs in a half-hour window.", [("time", 30 * MINUTE)]),
     ("Uploads have a 2-GB cap.", [("size", 2 * 1024.0**3)]),
     # thousands and millions of things, not kilobytes or minutes
-    ("The import takes 10k rows per batch.", [("count:row", 10_000.0)]),
+    ("The import takes 10k rows per batch.", [("count:row/batch", 10_000.0)]),
+    # so many of a thing per batch, however said
+    ("The backfill runs in batches of 5000 rows.", [("count:row/batch", 5000.0)]),
     ("The topic holds 2.5M events a day.", [("count:event/time", 2.5e6 / 86400)]),
     ("Each worker keeps an 8K buffer.", [("size", 8 * 1024.0)]),
     ("Sessions time out after 5m.", [("m", 5.0)]),
     # an ordinal attempt is a limit of so many attempts
     ("Webhook retries stop after the fifth attempt.", [("count:attempt", 5.0)]),
-    ("The 3rd retry fails the job.", [("count:attempt", 3.0)]),
+    ("Login is locked after the 3rd failed attempt.", [("count:attempt", 3.0)]),
+    # one attempt among others is no limit
+    ("On the second retry the sync job pages the on-call engineer.", []),
     ("Wait before a second attempt.", []),
     ("The second release sets NOT NULL.", []),
     ("Retry after a second.", [("time", 1.0)]),
+    ("The poller sleeps a second between requests.", [("time", 1.0)]),
     # a fraction measures only with a unit
     ("Half the workers restart nightly.", []),
     ("Revenue is reported every quarter.", []),
@@ -65,7 +70,12 @@ def test_the_span_covers_every_word_of_the_quantity():
 @pytest.mark.parametrize(
     ("text", "setting", "about"),
     [
-        ("SessionPolicy.BACKGROUND_TIMEOUT is 15 minutes.", "background_timeout", "background"),
+        (
+            "SessionPolicy.BACKGROUND_TIMEOUT is 15 minutes.",
+            "sessionpolicy.background_timeout",
+            "background",
+        ),
+        ("Keep `upload_timeout` at 30 seconds.", "upload_timeout", "upload"),
         ("Sources have freshness warn_after: 12 hours.", "warn_after", "warn"),
         ("Cookies set maxAge=3600 seconds.", "maxage", "age"),
         ("Sessions time out after 15 minutes.", "", "session"),

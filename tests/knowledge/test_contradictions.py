@@ -197,7 +197,7 @@ MORE_BY_CLASS = [
     ("quantity", "The search box debounces input by a quarter-second.",
      "The search box debounces input by 500 ms."),
     ("quantity", "Each export job has a five-minute timeout.",
-     "Export jobs time out after 600 seconds."),
+     "The export job timeout is 600 seconds."),
     # a setting's value is about what its name says
     ("quantity", "ExportPolicy.IDLE_TIMEOUT is 20 minutes; after that the browser asks for a"
      " password again.", "If the export page sits idle for more than ten minutes the export is"
