@@ -292,13 +292,18 @@ _DETERMINERS = word_set(
 
 
 def _placed(sentence: Sentence, at: int) -> bool:
-    """ "on" or "off" before what it places ("False on every new DAG", "runs on Kubernetes",
-    "off the main thread"): a preposition, not a switch ("catchup on and ...", "is off")."""
+    """Whether "on" or "off" comes before what it places ("False on every new DAG", "runs on
+    Kubernetes", "off the main thread", "on 3 hosts"): a preposition, not a switch
+    ("catchup on and ...", "is off", "leave caching on during the migration")."""
     tokens = sentence.tokens
     if tokens[at].word not in ("on", "off") or at + 1 >= len(tokens):
         return False
-    following = tokens[at + 1].word
-    return following in _DETERMINERS or following not in STOPWORDS
+    following = tokens[at + 1]
+    return (
+        following.word in _DETERMINERS
+        or following.text[:1].isupper()
+        or following.text[:1].isdigit()
+    )
 
 
 def _near(sentence: Sentence, at: int, reach: int = 3) -> set[str]:

@@ -70,8 +70,9 @@ _AFFIX = re.compile(
     r"|\bnamed?\s+(?:\w+\s+){0,3}?(?P<verb3>after|with|by|for)\s+(?P<what3>[^.;,]+)"
     # A pattern of names: "named raidhall_<subsystem>_total" (its start is fixed).
     r"|\b(?P<verb4>named)\s+(?P<what4>[\w<>.:/-]*[_<][\w<>.:/-]*)"
-    # "with the owning team first", "ticket number first"
-    r"|(?:\bwith\s+)?(?P<what5>\b(?:(?!with\b)\w+\s+){0,2}\w+)\s+(?P<verb5>first)\b",
+    # "with the owning team first", "ticket number first: ..." (not "rebase on main first")
+    r"|\bwith\s+(?:the\s+)?(?P<what5>(?:\w+\s+){0,2}?\w+)\s+(?P<verb5>first)\b"
+    r"|(?P<what6>\b\w+(?:\s+\w+)?)\s+(?P<verb6>first)\s*[:(]",
     re.I,
 )
 # Where what a naming rule says ends: "after the ticket that introduced it" is the ticket.
@@ -321,7 +322,7 @@ def _shape(template: str) -> str:
 def _anchor(match: re.Match[str]) -> str:
     """Where a naming rule puts what it says: at the start (a prefix), the end, or the name
     as a whole ("named after the ticket")."""
-    word = next(match.group(f"verb{form}") for form in range(6) if match.group(f"verb{form}"))
+    word = next(match.group(f"verb{form}") for form in range(7) if match.group(f"verb{form}"))
     word = word.lower()
     if word in ("start", "begin", "prefix", "named", "first"):
         return "start"
@@ -336,6 +337,7 @@ def _what(match: re.Match[str]) -> str:
         or match.group("what3")
         or match.group("what4")
         or match.group("what5")
+        or match.group("what6")
         or ""
     )
     return _CLAUSE.split(said, maxsplit=1)[0]

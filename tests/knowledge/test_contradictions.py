@@ -206,6 +206,11 @@ MORE_BY_CLASS = [
     ("naming", "Release branches start with the sprint number, e.g. `S42-payments-fix`.",
      "Prefix your branch with the service name and a slash, then a slug:"
      " `payments/fix-rounding`."),
+    # "on" and "off" as switches, whatever follows them
+    ("polarity", "Leave maintenance mode on during the migration.",
+     "Turn maintenance mode off during the migration."),
+    ("polarity", "Keep the read replicas on overnight.",
+     "Switch the read replicas off overnight to save money."),
     # a case style named is a rule about names
     ("naming", "Private fields in the C# scripts use `_camelCase`, e.g. `_retryTimer`,"
      " `_queueSize`.", "The .editorconfig requires private instance fields to start with `m_`"
@@ -360,6 +365,11 @@ AGREEING = [
     ("In normal operation only the flow controller writes the main valve register.",
      "Test builds (SERVICE_MODE=1) let the test tool set every valve register from the console,"
      " the main valve included."),
+    # "first" in an order of steps is no rule about names
+    ("Hotfix branch names start with the Jira key.",
+     "For a hotfix, rebase the branch on main first."),
+    ("Metric names start with the service name.",
+     "When adding a metric, register its name in the catalog first."),
     # one start said two ways
     ("Branch names start with the ticket number.",
      "Put the ticket number first in every branch name."),
