@@ -351,14 +351,36 @@ def _content(text: str) -> set[str]:
 
 def _things(said: Said) -> frozenset[str]:
     """The parts of the names of a sentence that say what, not when (no day, time zone or
-    number): "raidhall.jobs.resetweekly" says "raidhall", "job" and "resetweekly"."""
+    number): "Raidhall.Jobs.ResetWeekly" says "raidhall", "job", "reset" and "weekly"."""
     return frozenset(
-        stem(part)
-        for name in said.reading.specific
-        if not _ZONE.fullmatch(name)
-        for part in re.split(r"[./:_-]+", name)
-        if len(part) > 2 and part.isalpha() and stem(part) not in TIME_SCOPES
+        stem(part.lower())
+        for name in _names(said)
+        for part in re.split(r"[./:_-]+|(?<=[a-z])(?=[A-Z])", name)
+        if len(part) > 2 and part.isalpha() and stem(part.lower()) not in TIME_SCOPES
     )
+
+
+def _names(said: Said) -> set[str]:
+    """A sentence's names as written, but days, time zones and numbers."""
+    specific = said.reading.specific
+    return {
+        token.text
+        for token in said.sentence.tokens
+        if token.word in specific and not _ZONE.fullmatch(token.word)
+    }
+
+
+def _identifiers(said: Said) -> set[str]:
+    """A sentence's identifiers of code that name a job or a function ("cleanup_stale_uploads",
+    "Billing.Jobs.Reconcile"), lower case: no path, file, address or product name."""
+    found = set()
+    for name in _names(said):
+        parts = name.split(".")
+        if not re.fullmatch(r"[A-Za-z][\w.]*\w", name) or parts[-1].lower() in _NOT_CODE:
+            continue
+        if "_" in name or (len(parts) > 1 and any(part[:1].isupper() for part in parts)):
+            found.add(name.lower())
+    return found
 
 
 def _said(said: Said) -> frozenset[str]:
@@ -367,6 +389,19 @@ def _said(said: Said) -> frozenset[str]:
     return frozenset(
         stem(part) for token in tokens for part in (token, *re.split(r"[./:_-]+", token))
     )
+
+
+def _one_job(a: set[str], b: set[str]) -> bool:
+    """Some identifier of one is one of the other's, or ends it ("ResetWeekly" /
+    "Raidhall.Jobs.ResetWeekly")."""
+    return any(x == y or x.endswith("." + y) or y.endswith("." + x) for x in a for y in b)
+
+
+# The last parts of files and addresses, not of code: "runtime.exs", "docs.quill.dev".
+_NOT_CODE = word_set(
+    "py rb js ts tsx go rs ex exs json yml yaml toml md txt xml sql sh cfg ini com dev io org "
+    "net app"
+)
 
 
 # A time zone ("UTC", "Europe/Berlin"): when, not what.
@@ -410,6 +445,10 @@ def measured(
     # things ("Chrome Web Store submissions" / "Firefox Add-ons submissions").
     things_a, things_b = _things(a), _things(b)
     apart = bool(things_a and things_b) and not (things_a & _said(b) or things_b & _said(a))
+    # or each names its own job in code, and none is the other's ("cleanup_stale_uploads" /
+    # "cleanup_stale_sessions", "Billing.Jobs.Reconcile" / "Payments.Jobs.Reconcile")
+    code_a, code_b = _identifiers(a), _identifiers(b)
+    apart |= bool(code_a and code_b) and not _one_job(code_a, code_b)
     for left_s in a.schedules:
         for right_s in b.schedules:
             subject = left_s.subject & right_s.subject

@@ -64,7 +64,10 @@ class Schedule:
 
 
 # Words after a day that still say when: "Monday mornings", "Friday only".
-_WHEN = word_set("only morning mornings evening evenings night nights afternoon afternoons")
+_WHEN = word_set(
+    "only morning mornings evening evenings night nights afternoon afternoons noon midnight "
+    "during eod cob after before until till thru through lunch standup"
+)
 
 
 def schedules(sentence: Sentence) -> list[Schedule]:
@@ -187,7 +190,12 @@ def schedules_disagree(a: Schedule, b: Schedule) -> bool:
         return True
     # some days of the week against every day ("Monday to Friday only" / "0 5 * * *")
     for some, every in ((a, b), (b, a)):
-        if 0 < len(some.days) < 7 and every.period == 86400 and not every.days:
+        if (
+            0 < len(some.days) < 7
+            and some.period != 86400  # "daily at 06:00; on Mondays it also ..."
+            and every.period == 86400
+            and not every.days
+        ):
             return True
     if a.times and b.times and a.times.isdisjoint(b.times):
         return True

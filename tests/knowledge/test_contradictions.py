@@ -252,6 +252,9 @@ MORE_BY_CLASS = [
     ("schedule", "The `nightly_rollup` job runs at 03:00 UTC Monday to Friday only.",
      "nightly_rollup uses cron `0 3 * * *`: seven days a week, so Monday reports include"
      " Sunday's numbers."),
+    # a day before a time of day still says when
+    ("schedule", "The weekly invoice run happens Friday noon.",
+     "The weekly invoice run happens Monday noon."),
     # two requirements of one product, however little else the memories share
     ("version", "Our API supports Node 18 and newer.",
      "The API server must be Node 20: the test suite uses the built-in runner."),
@@ -370,6 +373,11 @@ AGREEING = [
      "For a hotfix, rebase the branch on main first."),
     ("Metric names start with the service name.",
      "When adding a metric, register its name in the catalog first."),
+    # a daily schedule that adds something on one day is still daily
+    ("The report job runs daily at 06:00; on Mondays it also attaches the weekly summary.",
+     "The report job runs every day at 06:00."),
+    # two jobs named in code are two jobs, whatever words their names share
+    ("`cleanup_stale_uploads` runs hourly.", "`cleanup_stale_sessions` runs daily."),
     # one start said two ways
     ("Branch names start with the ticket number.",
      "Put the ticket number first in every branch name."),
