@@ -436,7 +436,8 @@ def measured(
             # 3.2+" beside "escape errors in Python 3.6+", needs the sentences alike.
             exact = left.product == right.product and (
                 (len(left.low) > 2 and len(right.low) > 2)
-                or (not (left.pin or right.pin) and (left.required or right.required))
+                or left.required
+                or right.required
                 or (bool(re.search(r"[-_]", left.product)) and len(left.low) > 1 < len(right.low))
             )
             if (aligned or close or exact) and versions.versions_disagree(left, right):

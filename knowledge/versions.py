@@ -18,8 +18,9 @@ _OPERATORS = {
 _NEWER = ("and newer", "or newer", "and later", "or later", "and above", "or above", "or higher",
           "and higher", "and up", "onwards", "or greater", "+")  # fmt: skip
 _AT_LEAST = ("at least", "minimum", "min", "requires", "require", "required", "msrv", "floor",
-             "minimum version", "no older than", "has to be", "have to be", "must be", "needs",
-             "need")  # fmt: skip
+             "minimum version", "no older than", "needs", "need")  # fmt: skip
+# A version required as it is: "has to be PostgreSQL 15", "must be Python 3.11".
+_EXACTLY = ("has to be", "have to be", "must be", "must stay", "must remain")
 _PRODUCT_SKIP = word_set(
     "to on at is was be version versions v from of the a an with in for runs run uses use "
     "using require requires required support supports pinned pin pins at least minimum min "
@@ -119,6 +120,7 @@ def versions(sentence: Sentence) -> list[Version]:
         least = any(re.search(rf"\b{re.escape(p)}\b", head) for p in _AT_LEAST) or bool(
             re.match(r"(?:min|minimum|lowest)_", setting)
         )
+        exactly = any(re.search(rf"\b{re.escape(p)}\b", head) for p in _EXACTLY)
         # A capitalised name, not the capital that starts the sentence ("Add 0.12 ...").
         capital = product_at > 0 and (product.text[:1].isupper() or product.text.isupper())
         # A setting of a version says so by its name ("minimum_chrome_version to 116").
@@ -139,7 +141,10 @@ def versions(sentence: Sentence) -> list[Version]:
             # "3.11" and "2.0.x" say which one is used; "3.11+" is a bound
             low, high, pin = parts, _bump(parts, len(parts) - 1), plus != "+"
         span = sentence.span(product_at, index)
-        found.append(Version(stem(product.word), low, high, pin, span, context, least))
+        if exactly and not (kind or newer or least):
+            low, high, pin = parts, _bump(parts, len(parts) - 1), True
+        required = least or exactly
+        found.append(Version(stem(product.word), low, high, pin, span, context, required))
     return found
 
 
@@ -168,5 +173,9 @@ def versions_disagree(a: Version, b: Version) -> bool:
         return not (_contains(a, b) or _contains(b, a))
     if a.pin != b.pin:
         pin, bound = (a, b) if a.pin else (b, a)
+        if pin.required:
+            # "has to be PostgreSQL 15" / "supports PostgreSQL 12 and newer": what each
+            # admits differs
+            return (pin.low, pin.high) != (bound.low, bound.high)
         return not _contains(bound, pin)
     return (a.low, a.high) != (b.low, b.high)

@@ -258,6 +258,9 @@ MORE_BY_CLASS = [
     # two requirements of one product, however little else the memories share
     ("version", "Our API supports Node 18 and newer.",
      "The API server must be Node 20: the test suite uses the built-in runner."),
+    # a version required as it is against another in use
+    ("version", "The worker image must be Ruby 3.2 because the native gems are built for it.",
+     "All our workers run on Ruby 3.3."),
     # two versions of one package
     ("version", "django-filter is pinned to 23.5.x; 24.1 breaks the custom lookups.",
      "The reporting team runs django-filter 24.2 with ordering blocks."),
