@@ -173,6 +173,8 @@ def _prescribed(words: Words) -> dict[str, str]:
         if token not in PRESCRIBE:
             continue
         for ahead in tokens[index + 1 : index + 3]:
+            if ahead in tools.COUNTS:
+                break  # "uses three stages": how many, not what
             if ahead in STOPWORDS or ahead in NEGATORS or NUMBER.match(ahead):
                 continue
             found.setdefault(token, stem(ahead))

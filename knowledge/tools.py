@@ -11,7 +11,7 @@ from knowledge.reading import NEGATORS, NUMBER, STOPWORDS, Words, stem, word_set
 # Verbs before the tool a memory prescribes ("use X", not "move X").
 USE = word_set("use uses using prefer prefers preferred choose pick adopt adopted rely relies")
 _ARTICLES = word_set("the a an")
-_COUNTS = word_set(
+COUNTS = word_set(
     "one two three four five six seven eight nine ten twelve twenty hundred dozen several "
     "many few both"
 )
@@ -40,7 +40,7 @@ def prescribed(words: Words) -> set[str]:
             continue
         # "use the pnpm CLI", not "prefer to check" (a verb, not a tool) nor "uses two pins"
         ahead = [t for t in tokens[index + 1 : index + 3] if t not in _ARTICLES]
-        if ahead and ahead[0] not in STOPWORDS | NEGATORS | _COUNTS and not NUMBER.match(ahead[0]):
+        if ahead and ahead[0] not in STOPWORDS | NEGATORS | COUNTS and not NUMBER.match(ahead[0]):
             found.add(stem(ahead[0]))
     return found | commands(words)
 

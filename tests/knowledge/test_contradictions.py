@@ -355,6 +355,9 @@ AGREEING = [
     ("Certificate pinning for api.example.org uses two SHA-256 pins (current key and backup) in"
      " pinning.xml.", "res/xml/pinning.xml pins the API host's public key twice over: the one in"
      " use plus a spare for rotation."),
+    # "uses three stages" says how many, not what is used
+    ("The deploy pipeline uses three stages: build, test, release.",
+     "The deploy pipeline uses GitHub Actions."),
     # "on" before what it places is no switch
     ("Learned in run-12: a pipeline shipped with autosync on and flooded the queue. Turn"
      " autosync off unless a full rebuild is wanted.",
