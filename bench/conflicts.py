@@ -21,7 +21,9 @@ detection knows them. bench/conflicts/holdout.jsonl holds further pairs in the s
 projects not in pairs.jsonl: it is measured (pass it as the file) but never tuned against.
 blind.jsonl and blind2.jsonl were each written by a reader who had never seen the detection
 (four projects of other kinds each), measured as they came, then read for what the rules
-missed (docs/contradictions.md gives both figures).
+missed (docs/contradictions.md gives both figures). adversarial.jsonl holds a reviewer's
+pairs aimed at each reading of the rules, labelled only conflict or not (its "compatible"
+pairs include the same claim said two ways, so its repeat column says nothing).
 """
 
 from __future__ import annotations

@@ -298,7 +298,6 @@ def _findings(
     ``versions_only``: only versions, between sentences that share words."""
     left, right = Read.of(a), Read.of(b)
     found: list[rules.Finding] = []
-    stated = (left.quantities, right.quantities)
     for one, words_a, said_a in zip(left.sentences, left.words, left.said, strict=True):
         for other, words_b, said_b in zip(right.sentences, right.words, right.said, strict=True):
             shared = (words_a & words_b) - common
@@ -321,7 +320,7 @@ def _findings(
             # common ("freeze sets the content length" / "make_conditional no longer sets
             # content lengths": two things).
             alike = strong and not _apart(said_a.reading, said_b.reading)
-            found += rules.measured(said_a, said_b, aligned, close, strong, stated)
+            found += rules.measured(said_a, said_b, aligned, close, strong, (left, right))
             scoped = other_scope(said_a.reading, said_b.reading)
             if not scoped:
                 # A naming rule names its subject too ("branch names start with ...").

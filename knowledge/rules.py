@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from knowledge import schedules, versions
 from knowledge.claims import Quantity, Sentence, same_quantity, same_value
 from knowledge.reading import STOPWORDS, stem, word_set
-from knowledge.said import Said, all_matches, first_match, name_like, shared
+from knowledge.said import Read, Said, all_matches, first_match, name_like, shared
 from knowledge.scopes import TIME_SCOPES
 
 # The classes of a possible conflict.
@@ -418,13 +418,13 @@ def measured(
     aligned: bool,
     close: bool = False,
     strong: bool = False,
-    stated: tuple[Sequence[Quantity], Sequence[Quantity]] = ((), ()),
+    memories: tuple[Read, Read] | None = None,
 ) -> list[Finding]:
     """Versions of the same product (in two sentences about the same thing, ``aligned``, or
     two memories about it, ``close``), quantities of the same measure (``strong``: two
-    sentences with much in common say so too),
-    and quantities and schedules of the same thing, that disagree. ``stated``: every
-    quantity of each memory, whose values agree wherever the other memory says them."""
+    sentences with much in common say so too), and quantities and schedules of the same
+    thing, that disagree. ``memories``: the two the sentences are of, whose other sentences
+    may state a value about the same words."""
     found: list[Finding] = []
     versions_a, versions_b = a.versions, b.versions
     for left in versions_a:
@@ -461,21 +461,22 @@ def measured(
     left_all = [q for q in a.quantities if q.span not in taken]
     right_all = [q for q in b.quantities if q.span not in taken]
 
-    def agreed(quantity: Quantity, sentence: Sequence[Quantity], memory: Sequence[Quantity]):
+    def agreed(quantity: Quantity, sentence: Sequence[Quantity], memory: Read | None) -> bool:
         # A value the other sentence names, in the same measure, or another of its memory's
         # sentences names about the same words, is no contradiction: the other's values
         # there measure other things ("batches of 5000 rows" beside "a table of 40M rows.
         # The backfill commits 5000 rows per batch"), unlike "times out after 10 seconds.
         # Health checks poll every 30 seconds" against "times out after 30 seconds".
         return any(same_value(quantity, q) for q in sentence) or any(
-            same_value(quantity, q) and quantity.subject & q.subject for q in memory
+            same_value(quantity, q) and quantity.subject & q.subject
+            for q in (memory.quantities if memory else ())
         )
 
     for left_q in left_all:
-        if agreed(left_q, right_all, stated[1]):
+        if agreed(left_q, right_all, memories[1] if memories else None):
             continue
         for right_q in right_all:
-            if agreed(right_q, left_all, stated[0]):
+            if agreed(right_q, left_all, memories[0] if memories else None):
                 continue
             if same_quantity(left_q, right_q, aligned=strong, close=close):
                 about = " ".join(sorted(left_q.subject & right_q.subject))[:80]

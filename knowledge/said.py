@@ -28,9 +28,9 @@ class Read:
     def of(cls, text: str) -> Read:
         return _read(text)
 
-    @property
+    @functools.cached_property
     def quantities(self) -> list[claims.Quantity]:
-        """Every sentence's quantities."""
+        """Every sentence's quantities (read once: a memory meets several candidates)."""
         return [quantity for said in self.said for quantity in said.quantities]
 
 
