@@ -349,6 +349,19 @@ def _content(text: str) -> set[str]:
     }
 
 
+def _apart(a: Said, b: Said) -> bool:
+    """Two sentences that schedule two things: each names what it schedules and neither says
+    any part of the other's names ("Chrome Web Store submissions" / "Firefox Add-ons
+    submissions"), or each names its own job in code and none is the other's
+    ("cleanup_stale_uploads" / "cleanup_stale_sessions", "Billing.Jobs.Reconcile" /
+    "Payments.Jobs.Reconcile")."""
+    things_a, things_b = _things(a), _things(b)
+    if things_a and things_b and not (things_a & _said(b) or things_b & _said(a)):
+        return True
+    code_a, code_b = _identifiers(a), _identifiers(b)
+    return bool(code_a and code_b) and not _one_job(code_a, code_b)
+
+
 def _things(said: Said) -> frozenset[str]:
     """The parts of the names of a sentence that say what, not when (no day, time zone or
     number): "Raidhall.Jobs.ResetWeekly" says "raidhall", "job", "reset" and "weekly"."""
@@ -442,18 +455,10 @@ def measured(
             )
             if (aligned or close or exact) and versions.versions_disagree(left, right):
                 found.append(Finding(VERSION, left.product, left.span, right.span))
-    # Each names what it schedules, and neither says any part of the other's names: two
-    # things ("Chrome Web Store submissions" / "Firefox Add-ons submissions").
-    things_a, things_b = _things(a), _things(b)
-    apart = bool(things_a and things_b) and not (things_a & _said(b) or things_b & _said(a))
-    # or each names its own job in code, and none is the other's ("cleanup_stale_uploads" /
-    # "cleanup_stale_sessions", "Billing.Jobs.Reconcile" / "Payments.Jobs.Reconcile")
-    code_a, code_b = _identifiers(a), _identifiers(b)
-    apart |= bool(code_a and code_b) and not _one_job(code_a, code_b)
     for left_s in a.schedules:
         for right_s in b.schedules:
             subject = left_s.subject & right_s.subject
-            if subject and not apart and schedules.schedules_disagree(left_s, right_s):
+            if subject and schedules.schedules_disagree(left_s, right_s) and not _apart(a, b):
                 found.append(
                     Finding(SCHEDULE, " ".join(sorted(subject))[:80], left_s.span, right_s.span)
                 )
