@@ -5,6 +5,7 @@ Pure."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from knowledge.reading import Words, stem, word_set
@@ -72,9 +73,10 @@ def other_scope(a: Words, b: Words, *, times: bool = True) -> bool:
     scopes_a, scopes_b = _scopes(a), _scopes(b)
     if not times:
         scopes_a, scopes_b = scopes_a - TIME_SCOPES, scopes_b - TIME_SCOPES
-    for kind in _KINDS:
-        if (scopes_a & kind) - scopes_b and (scopes_b & kind) - scopes_a:
-            return True
+    if scopes_a - scopes_b and scopes_b - scopes_a:
+        for kind in _KINDS:
+            if (scopes_a & kind) - scopes_b and (scopes_b & kind) - scopes_a:
+                return True
     # the usual case against a scope's own ("by default", "in normal operation" / "factory
     # test builds")
     if (scopes_a ^ scopes_b) and _USUAL & (a.content | b.content):
@@ -101,10 +103,13 @@ def other_scope(a: Words, b: Words, *, times: bool = True) -> bool:
     return bool(code_a and code_b and code_a.isdisjoint(code_b) and _commands(code_a, code_b))
 
 
-def _code(text: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def _code(text: str) -> frozenset[str]:
     """The code spans of a text; one with its arguments elided ("where(account_id: ...)")
     says any arguments, so it is no other command."""
-    return {code for code in _CODE.findall(text) if "..." not in code and "\u2026" not in code}
+    return frozenset(
+        code for code in _CODE.findall(text) if "..." not in code and "\u2026" not in code
+    )
 
 
 _CODE = re.compile(r"`([^`]+)`")
@@ -130,7 +135,7 @@ def _place(token: str) -> bool:
     return bool(last) and not last.isdigit()
 
 
-def _commands(code_a: set[str], code_b: set[str]) -> bool:
+def _commands(code_a: frozenset[str], code_b: frozenset[str]) -> bool:
     """Two sets of code spans that name the same program with other subcommands."""
     heads_a = {code.split()[0] for code in code_a if len(code.split()) > 1}
     heads_b = {code.split()[0] for code in code_b if len(code.split()) > 1}
