@@ -208,8 +208,10 @@ def _around(
     return found
 
 
-# Where an identifier's words part: "BACKGROUND|_TIMEOUT", "max|Age", "reconcile|-settlements".
+# Where an identifier's words part: "BACKGROUND|_TIMEOUT", "max|Age", "reconcile|-settlements";
+# NAME_PARTS also where its namespace does ("Raidhall.|Jobs", "cmd/|reconcile").
 _IDENTIFIER_PARTS = re.compile(r"[_-]+|(?<=[a-z])(?=[A-Z])")
+NAME_PARTS = re.compile(r"[./:_-]+|(?<=[a-z])(?=[A-Z])")
 
 
 def meant(token: Token) -> set[str]:
@@ -218,13 +220,13 @@ def meant(token: Token) -> set[str]:
     weekly", "cmd/reconcile" says "reconcile", "/api/cron/inventory-sync" says "inventory
     sync", "vercel.json" says "vercel")."""
     segments = [segment for segment in re.split(r"[./:]+", token.text) if segment]
-    if len(segments) > 1 and segments[-1].lower() in _EXTENSIONS:
+    if len(segments) > 1 and segments[-1].lower() in EXTENSIONS:
         segments.pop()
     parts = _IDENTIFIER_PARTS.split(segments[-1]) if segments else []
     return {root(part.lower()) for part in parts if meaningful(part.lower())}
 
 
-_EXTENSIONS = word_set(
+EXTENSIONS = word_set(
     "py rb js ts tsx jsx go rs ex exs java kt swift json yml yaml toml ini cfg xml md txt sql "
     "sh html css"
 )
@@ -462,7 +464,9 @@ def same_quantity(a: Quantity, b: Quantity, *, aligned: bool = False, close: boo
     # two settings are two things ("warn_after" / "error_after", "redis.timeout" /
     # "http.timeout"), unless one names the other in full ("SessionPolicy.IDLE_TIMEOUT" /
     # "IDLE_TIMEOUT")
-    if dimension_a != dimension_b or not _one_setting(a.setting, b.setting):
+    if dimension_a != dimension_b or (
+        a.setting and b.setting and not same_name(a.setting, b.setting)
+    ):
         return False
     if a.modifies or b.modifies:
         # "a 24-hour format" is about a format, not "the last 12 hours"
@@ -479,11 +483,9 @@ def same_quantity(a: Quantity, b: Quantity, *, aligned: bool = False, close: boo
     )
 
 
-def _one_setting(a: str, b: str) -> bool:
-    if not (a and b) or a == b:
-        return True
-    short, long = sorted((a, b), key=len)
-    return long.endswith("." + short)
+def same_name(a: str, b: str) -> bool:
+    """One name, or one that ends the other ("IDLE_TIMEOUT" / "SessionPolicy.IDLE_TIMEOUT")."""
+    return a == b or a.endswith("." + b) or b.endswith("." + a)
 
 
 def same_value(a: Quantity, b: Quantity) -> bool:

@@ -23,7 +23,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from knowledge import schedules, versions
-from knowledge.claims import Quantity, Sentence, same_quantity, same_value
+from knowledge.claims import (
+    EXTENSIONS,
+    NAME_PARTS,
+    Quantity,
+    Sentence,
+    same_name,
+    same_quantity,
+    same_value,
+)
 from knowledge.reading import STOPWORDS, stem, word_set
 from knowledge.said import Read, Said, all_matches, first_match, name_like, shared
 from knowledge.scopes import TIME_SCOPES
@@ -368,7 +376,7 @@ def _things(said: Said) -> frozenset[str]:
     return frozenset(
         stem(part.lower())
         for name in _names(said)
-        for part in re.split(r"[./:_-]+|(?<=[a-z])(?=[A-Z])", name)
+        for part in NAME_PARTS.split(name)
         if len(part) > 2 and part.isalpha() and stem(part.lower()) not in TIME_SCOPES
     )
 
@@ -399,22 +407,17 @@ def _identifiers(said: Said) -> set[str]:
 def _said(said: Said) -> frozenset[str]:
     """Every word of a sentence and every part of its names."""
     tokens = said.reading.tokens
-    return frozenset(
-        stem(part) for token in tokens for part in (token, *re.split(r"[./:_-]+", token))
-    )
+    return frozenset(stem(part) for token in tokens for part in (token, *NAME_PARTS.split(token)))
 
 
 def _one_job(a: set[str], b: set[str]) -> bool:
     """Some identifier of one is one of the other's, or ends it ("ResetWeekly" /
     "Raidhall.Jobs.ResetWeekly")."""
-    return any(x == y or x.endswith("." + y) or y.endswith("." + x) for x in a for y in b)
+    return any(same_name(x, y) for x in a for y in b)
 
 
 # The last parts of files and addresses, not of code: "runtime.exs", "docs.quill.dev".
-_NOT_CODE = word_set(
-    "py rb js ts tsx go rs ex exs json yml yaml toml md txt xml sql sh cfg ini com dev io org "
-    "net app"
-)
+_NOT_CODE = EXTENSIONS | word_set("com dev io org net app")
 
 
 # A time zone ("UTC", "Europe/Berlin"): when, not what.

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import re
 
+from knowledge.claims import NUMBER_WORDS
 from knowledge.reading import NEGATORS, NUMBER, STOPWORDS, Words, stem, word_set
 
 # Verbs before the tool a memory prescribes ("use X", not "move X").
 USE = word_set("use uses using prefer prefers preferred choose pick adopt adopted rely relies")
 _ARTICLES = word_set("the a an")
-COUNTS = word_set(
-    "one two three four five six seven eight nine ten twelve twenty hundred dozen several "
-    "many few both"
-)
+# How many, not what: "uses two pins", "uses several queues".
+COUNTS = frozenset(NUMBER_WORDS) | word_set("several many few both")
 
 _IDENTIFIER = re.compile(r"\b[A-Za-z]\w*(?:_\w*[A-Za-z0-9]|[a-z][A-Z]\w*)")
 

@@ -21,6 +21,10 @@ _AT_LEAST = ("at least", "minimum", "min", "requires", "require", "required", "m
              "minimum version", "no older than", "needs", "need")  # fmt: skip
 # A version required as it is: "has to be PostgreSQL 15", "must be Python 3.11".
 _EXACTLY = ("has to be", "have to be", "must be", "must stay", "must remain")
+_AT_LEAST_SAID, _EXACTLY_SAID = (
+    re.compile(r"\b(?:" + "|".join(map(re.escape, phrases)) + r")\b")
+    for phrases in (_AT_LEAST, _EXACTLY)
+)
 _PRODUCT_SKIP = word_set(
     "to on at is was be version versions v from of the a an with in for runs run uses use "
     "using require requires required support supports pinned pin pins at least minimum min "
@@ -117,10 +121,8 @@ def versions(sentence: Sentence) -> list[Version]:
         tail = lowered[token.end - sentence.start : token.end - sentence.start + 14]
         head = lowered[max(0, product.start - sentence.start - 14) : token.start - sentence.start]
         newer = plus == "+" or any(tail.lstrip().startswith(p) for p in _NEWER if p != "+")
-        least = any(re.search(rf"\b{re.escape(p)}\b", head) for p in _AT_LEAST) or bool(
-            re.match(r"(?:min|minimum|lowest)_", setting)
-        )
-        exactly = any(re.search(rf"\b{re.escape(p)}\b", head) for p in _EXACTLY)
+        least = bool(_AT_LEAST_SAID.search(head) or re.match(r"(?:min|minimum|lowest)_", setting))
+        exactly = bool(_EXACTLY_SAID.search(head))
         # A capitalised name, not the capital that starts the sentence ("Add 0.12 ...").
         capital = product_at > 0 and (product.text[:1].isupper() or product.text.isupper())
         # A setting of a version says so by its name ("minimum_chrome_version to 116").
@@ -141,8 +143,6 @@ def versions(sentence: Sentence) -> list[Version]:
             # "3.11" and "2.0.x" say which one is used; "3.11+" is a bound
             low, high, pin = parts, _bump(parts, len(parts) - 1), plus != "+"
         span = sentence.span(product_at, index)
-        if exactly and not (kind or newer or least):
-            low, high, pin = parts, _bump(parts, len(parts) - 1), True
         required = least or exactly
         found.append(Version(stem(product.word), low, high, pin, span, context, required))
     return found
