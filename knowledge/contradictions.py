@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from knowledge import polarity, repeats, rules, tools, versions
+from knowledge import exclusive, polarity, repeats, roles, rules, tools, versions
 from knowledge.claims import split
 from knowledge.reading import (
     NEGATORS,
@@ -257,6 +257,14 @@ def compare(
         findings += _choice_findings(
             a, b, whole_a, whole_b, swapped=score >= similarity, names_only=score < similarity
         )
+    if not history and not versions_only and not other_scope(whole_a, whole_b, places=False):
+        # One role given two tools ("renderer state is Zustand" / "... lives in Redux").
+        filled = roles.other_fillers(whole_a, whole_b)
+        if filled:
+            left, right = filled
+            findings.append(
+                rules.Finding(rules.CHOICE, f"{left.name} / {right.name}", left.span, right.span)
+            )
     only_a = sorted(content_a - content_b)
     only_b = sorted(content_b - content_a)
     evidence["onlyFirst"] = only_a[:12]
@@ -340,12 +348,12 @@ def _findings(
                 _flipped(polarity.absent(other, one, words_a)),
                 polarity.settings(one, other, a, b),
                 polarity.opposites(one, other, words_a, words_b, common, orders=not measured_only),
-                rules.exclusivity(one, other, words_a, words_b, common),
-                rules.enumerated(one, other, words_a, words_b, common),
-                _flipped(rules.enumerated(other, one, words_b, words_a, common)),
-                rules.inclusive(one, other, words_a, words_b, common),
-                _flipped(rules.inclusive(other, one, words_b, words_a, common)),
-                _flipped(rules.exclusivity(other, one, words_b, words_a, common)),
+                exclusive.exclusivity(one, other, words_a, words_b, common),
+                exclusive.enumerated(one, other, words_a, words_b, common),
+                _flipped(exclusive.enumerated(other, one, words_b, words_a, common)),
+                exclusive.inclusive(one, other, words_a, words_b, common),
+                _flipped(exclusive.inclusive(other, one, words_b, words_a, common)),
+                _flipped(exclusive.exclusivity(other, one, words_b, words_a, common)),
             ):
                 if finding is not None:
                     found.append(finding)

@@ -66,10 +66,11 @@ def _scopes(words: Words) -> set[str]:
     return {_SAME_SCOPE.get(word, word) for word in words.content & SCOPE_STEMS}
 
 
-def other_scope(a: Words, b: Words, *, times: bool = True) -> bool:
+def other_scope(a: Words, b: Words, *, times: bool = True, places: bool = True) -> bool:
     """Whether the two speak of different scopes: another environment, platform or path, or
     a default against a scope's own setting. ``times``: days and times of day count as
-    scopes (not when schedules are what is compared)."""
+    scopes (not when schedules are what is compared); ``places``: so do paths and commands
+    (not when where a tool's files go is beside what it is)."""
     scopes_a, scopes_b = _scopes(a), _scopes(b)
     if not times:
         scopes_a, scopes_b = scopes_a - TIME_SCOPES, scopes_b - TIME_SCOPES
@@ -81,6 +82,8 @@ def other_scope(a: Words, b: Words, *, times: bool = True) -> bool:
     # test builds")
     if (scopes_a ^ scopes_b) and _USUAL & (a.content | b.content):
         return True
+    if not places:
+        return False
     only_a, only_b = a.content - b.content, b.content - a.content
     # A place spelled otherwise on each side ("rate-limits.md" / "rate_limits.md") is the
     # same place: how to spell it may be the very thing they disagree on.
@@ -136,7 +139,14 @@ def _place(token: str) -> bool:
 
 
 def _commands(code_a: frozenset[str], code_b: frozenset[str]) -> bool:
-    """Two sets of code spans that name the same program with other subcommands."""
-    heads_a = {code.split()[0] for code in code_a if len(code.split()) > 1}
-    heads_b = {code.split()[0] for code in code_b if len(code.split()) > 1}
-    return bool(heads_a & heads_b)
+    """Two sets of code spans that name the same program with other subcommands (a
+    setting given two values, `required_version = "~> 1.5"`, is one thing)."""
+    return bool(_heads(code_a) & _heads(code_b))
+
+
+def _heads(code: frozenset[str]) -> set[str]:
+    return {
+        words[0]
+        for words in map(str.split, code)
+        if len(words) > 1 and (words[1][:1].isalnum() or words[1][:1] == "-")
+    }

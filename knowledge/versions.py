@@ -19,8 +19,11 @@ _NEWER = ("and newer", "or newer", "and later", "or later", "and above", "or abo
           "and higher", "and up", "onwards", "or greater", "+")  # fmt: skip
 _AT_LEAST = ("at least", "minimum", "min", "requires", "require", "required", "msrv", "floor",
              "minimum version", "no older than", "needs", "need")  # fmt: skip
-# A version required as it is: "has to be PostgreSQL 15", "must be Python 3.11".
-_EXACTLY = ("has to be", "have to be", "must be", "must stay", "must remain")
+# A version required as it is: "has to be PostgreSQL 15", "must be Python 3.11", "keep
+# Electron pinned at 27.x", "stay on Java 17".
+_EXACTLY = ("has to be", "have to be", "must be", "must stay", "must remain", "pinned at",
+            "pinned to", "pin at", "pin to", "locked at", "locked to", "held at", "held on",
+            "stay on", "stays on", "stay at", "stays at")  # fmt: skip
 _AT_LEAST_SAID, _EXACTLY_SAID = (
     re.compile(r"\b(?:" + "|".join(map(re.escape, phrases)) + r")\b")
     for phrases in (_AT_LEAST, _EXACTLY)
@@ -94,15 +97,20 @@ def versions(sentence: Sentence) -> list[Version]:
         if product_at < 0 or product_at < index - 5:
             continue
         # A setting of a version that names no product ("required_version", not
-        # "minimum_chrome_version") has it named before it: "Terraform required_version",
-        # "pin Terraform with required_version".
+        # "minimum_chrome_version") has it named before it by a capitalised name ("Terraform
+        # required_version", "pin Terraform with required_version"), or is its own product
+        # ("every root module pins required_version").
         setting = tokens[product_at].word
         if "version" in setting and _SETTING_WORDS.issuperset(re.split(r"[-_.]", setting)):
             named = next(
                 (
                     at
                     for at in range(product_at - 1, max(-1, product_at - 4), -1)
-                    if tokens[at].word[:1].isalpha() and tokens[at].word not in _PRODUCT_SKIP
+                    if tokens[at].word[:1].isalpha()
+                    and tokens[at].word not in _PRODUCT_SKIP
+                    and tokens[at].text[:1].isupper()
+                    # a sentence's first word is a name only right before the setting
+                    and (at > 0 or product_at == 1)
                 ),
                 None,
             )

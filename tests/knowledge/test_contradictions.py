@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from knowledge import embeddings, rules
+from knowledge import embeddings, exclusive, rules
 from knowledge.claims import split
 from knowledge.contradictions import CONFLICT, NAMED, REPEAT, Verdict
 from knowledge.contradictions import compare as compare_words
@@ -493,20 +493,20 @@ def test_versions_of_one_product_are_compared_however_little_else_is_shared():
 
 
 def test_only_before_a_verb_restricts_the_verb_not_the_name():
-    def exclusive(a: str, b: str) -> rules.Finding | None:
+    def only(a: str, b: str) -> rules.Finding | None:
         (first,), (second,) = split(a), split(b)
         words = frozenset(sentence_words(first)), frozenset(sentence_words(second))
-        return rules.exclusivity(first, second, *words, frozenset())
+        return exclusive.exclusivity(first, second, *words, frozenset())
 
     # "GC only runs when ...": GC runs only then; it is not "GC-only".
     assert (
-        exclusive(
+        only(
             "Blob file GC only runs when the last level of blob files is compacted.",
             "Values over 64 KiB are written to blob files with a pointer in the SSTable.",
         )
         is None
     )
-    finding = exclusive(
+    finding = only(
         "Dependencies are SPM-only for the app target.",
         "The app target gets its dependencies from CocoaPods.",
     )

@@ -1,0 +1,184 @@
+"""Exclusivity: "only X" against another thing in X's place ("also Y", "Y too", "any"),
+a list said to be all against a longer one, and "X alone" against "any" or "its own"
+(pure: two sentences in, a finding or None out; knowledge.contradictions asks them)."""
+
+from __future__ import annotations
+
+import re
+
+from knowledge.claims import NUMBER_WORDS, UNITS, Sentence
+from knowledge.reading import STOPWORDS, stem
+from knowledge.rules import EXCLUSIVITY, Finding
+from knowledge.said import all_matches, first_match, name_like, shared
+
+_ONLY = re.compile(
+    r"\b(?:only|exclusively|solely|nothing\s+but)\s+(?:(?:via|through|with|by|on|in|from|use|"
+    r"uses|using|the|a|an)\s+)*[`'\"]?(?P<after>[\w./@+-]+)"
+    # "SPM-only", "Swift Package Manager only;": not "GC only runs when" (only when).
+    r"|(?P<before>[\w./@+-]+)(?:-only\b|\s+only(?=\s*(?:[;,.)]|$)))",
+    re.I,
+)
+_MORE = re.compile(r"\b(?:also|too|as\s+well|either|any|or|alongside|besides)\b", re.I)
+
+
+def exclusivity(
+    a: Sentence,
+    b: Sentence,
+    words_a: frozenset[str],
+    words_b: frozenset[str],
+    common: frozenset[str],
+) -> Finding | None:
+    """``a`` says only X where ``b`` names something else in X's place, or X and more."""
+    match = first_match(_ONLY, a.text)
+    if not match:
+        return None
+    said = match.group("after") or match.group("before") or ""
+    only = stem(said.lower())
+    # a name in code quotes is a name, however plain its word ("only the `scheduler` queue")
+    quoted = a.text[: match.start("after")].endswith("`") if match.group("after") else False
+    if not only or only in STOPWORDS or not (name_like(said) or quoted):
+        return None
+    context = shared(words_a, words_b, common) - {only}
+    if len(context) < 2:
+        return None
+    others = [
+        t for t in b.tokens[1:]
+        if name_like(t.text) and stem(t.word) not in words_a and t.word not in STOPWORDS
+    ]  # fmt: skip
+    # Another thing in X's place, or X with more ("also Y").
+    if not others or (only in words_b and not first_match(_MORE, b.text)):
+        return None
+    return Finding(
+        EXCLUSIVITY,
+        only,
+        (a.start + match.start(), a.start + match.end()),
+        (others[0].start, others[0].end),
+    )
+
+
+# A list of things: "darwin, linux and windows", "eu-west, us-east or ap-south".
+_ITEM = r"[\w./@+-]*\w"
+_LIST = re.compile(
+    rf"\b({_ITEM}(?:\s*,\s*{_ITEM})*,?\s+(?:and|or)\s+{_ITEM}|{_ITEM}(?:\s*,\s*{_ITEM})+)"
+)
+# "only builds darwin and linux": what "only" allows, a list within three words of it.
+_ONLY_WORD = re.compile(r"\b(?:only|exclusively|solely)\s+", re.I)
+
+
+def _word_before(text: str, at: int) -> str | None:
+    """The stem of the last word before offset ``at``."""
+    words = re.findall(r"[A-Za-z][\w-]*", text[:at])
+    return stem(words[-1].lower()) if words else None
+
+
+def _items(text: str) -> frozenset[str]:
+    return (
+        frozenset(
+            stem(item.strip().lower()) for item in re.split(r"\s*,\s*|\s+(?:and|or)\s+", text)
+        )
+        - STOPWORDS
+    )
+
+
+def enumerated(
+    a: Sentence,
+    b: Sentence,
+    words_a: frozenset[str],
+    words_b: frozenset[str],
+    common: frozenset[str],
+) -> Finding | None:
+    """``a`` allows only some things ("only builds darwin and linux": a list at most two
+    words after "only") where ``b`` lists the same kind after the same word, with one more
+    ("builds darwin, linux and windows binaries")."""
+    only = first_match(_ONLY_WORD, a.text)
+    if only is None:
+        return None
+    rest = a.text[only.end() :]
+    said = next(
+        (
+            match
+            for match in all_matches(_LIST, rest)
+            if len(rest[: match.start()].split()) <= 2
+            and not re.search(r"[;:.]", rest[: match.start()])
+        ),
+        None,
+    )
+    if said is None:
+        return None
+    allowed = _items(said.group(1))
+    verb = _word_before(a.text, only.end() + said.start()) or _word_before(a.text, only.start())
+    for listed in all_matches(_LIST, b.text):
+        items = _items(listed.group(1))
+        if len(items) < 2 or not (items & allowed) or not (items - allowed):
+            continue
+        # Allowed for the same thing: the same word before both lists ("only builds darwin
+        # and linux" / "builds darwin, linux and windows"; "delete" is not "view").
+        if not verb or verb != _word_before(b.text, listed.start()):
+            continue
+        # About the same thing beyond the lists: a word in common that neither lists.
+        if not (shared(words_a, words_b, common) - items - allowed):
+            continue
+        return Finding(
+            EXCLUSIVITY,
+            " ".join(sorted(items - allowed))[:80],
+            (a.start + only.start(), a.start + only.end() + said.end()),
+            (b.start + listed.start(), b.start + listed.end()),
+        )
+    return None
+
+
+_EXCEPT = re.compile(r"\b(?:except|but|unless|apart\s+from|other\s+than)\b", re.I)
+_EXCLUSIVE = re.compile(r"\b(?:only|alone|exclusively|solely)\b", re.I)
+# "every" says how often, not who, before a number or a unit ("polls every 180 seconds",
+# "every other day").
+_TIME_WORDS = {unit for unit, (dimension, _) in UNITS.items() if dimension == "time"}
+_HOW_OFTEN = "|".join(
+    sorted(
+        NUMBER_WORDS.keys() - {"one"}
+        | {unit for unit in _TIME_WORDS if len(unit) > 1}
+        | {"other", "few", "couple", "morning", "evening", "night", "weekday", "quarter"}
+    )
+)
+_INCLUSIVE = re.compile(
+    r"\b(?:any|anyone|anybody|every(?!\s+(?:\d|(?:" + _HOW_OFTEN + r")\b))|everyone|all|also|"
+    r"too|as\s+well|own|itself|themselves|both)\b",
+    re.I,
+)
+
+
+def inclusive(
+    a: Sentence,
+    b: Sentence,
+    words_a: frozenset[str],
+    words_b: frozenset[str],
+    common: frozenset[str],
+) -> Finding | None:
+    """``a`` says one alone does a thing ("only owners can merge", "created by the
+    matchmaker alone") where ``b`` has any, every or another do it too ("anyone can merge",
+    "the game server creates its own")."""
+    only, more = first_match(_EXCLUSIVE, a.text), first_match(_INCLUSIVE, b.text)
+    if only is None or more is None or first_match(_EXCLUSIVE, b.text):
+        return None
+    if first_match(_EXCEPT, a.text) or first_match(_EXCEPT, b.text):
+        return None  # "all but X", "every one except X": the exception is said
+    # What "only" restricts, said by the other side too: the same restriction in other
+    # words ("only mutated on the main actor" / "all updates happen on the main actor").
+    # (In its own clause: "created by the matchmaker alone; game servers only report").
+    clause = a.text.find(";", only.end())
+    end = a.start + (clause if clause >= 0 else len(a.text))
+    restricted = [
+        stem(t.word)
+        for t in a.tokens
+        if a.start + only.end() <= t.start < end and t.word.isalpha() and t.word not in STOPWORDS
+    ][:4]
+    said = [word for word in restricted if word in words_b]
+    if len(said) >= 2 and 2 * len(said) >= len(restricted):
+        return None
+    if len(shared(words_a, words_b, common)) < 2:
+        return None
+    return Finding(
+        EXCLUSIVITY,
+        " ".join(sorted(shared(words_a, words_b, common)))[:80],
+        (a.start + only.start(), a.start + only.end()),
+        (b.start + more.start(), b.start + more.end()),
+    )

@@ -1,0 +1,92 @@
+"""A role given two tools, a version a setting or a pin requires, and "every" as how often
+(pure readings, through the comparison of two memories)."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.contradictions import CONFLICT
+from knowledge.roles import roles
+from knowledge.said import Read
+from tests.knowledge.test_contradictions import compare
+
+DISAGREE = [
+    # one role, two tools, each never named by the other
+    ("choice", "Client state is Pinia, one store per page in `src/stores/`.",
+     "Client state lives in Vuex modules registered in `src/store/index.ts`."),
+    ("choice", "Background jobs are Sidekiq workers under app/workers.",
+     "Background jobs are GoodJob jobs; there is no Redis in production."),
+    ("choice", "Feature flags are managed with Unleash; every flag has an owner.",
+     "Feature flags are LaunchDarkly flags named after the ticket."),
+    # a version setting that names no product is its own product
+    ("version", 'Each stack sets `required_version = "~> 1.6.2"` to match the CI runner.',
+     'Stacks declare `required_version = ">= 1.8.0"` because they use provider functions.'),
+    # a version kept where it is: a requirement, against a version in use
+    ("version", "The desktop build runs on Electron 31 with its bundled Node 20.",
+     "Keep Electron pinned at 30.x until the native printing module is rebuilt."),
+    ("version", "Workers stay on Ruby 3.2 until the image pipeline is upgraded.",
+     "The workers run Ruby 3.3 since the last deploy."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("klass", "a", "b"), DISAGREE)
+def test_a_role_or_a_requirement_that_disagrees_is_a_possible_conflict(klass, a, b):
+    for first, second in ((a, b), (b, a)):
+        verdict = compare(first, second)
+        assert verdict.kind == CONFLICT, verdict.evidence
+        assert klass in verdict.evidence["classes"]
+
+
+AGREE = [
+    # the same tool for the role, in other words
+    ("Client state is Pinia, one store per page.", "Client state lives in Pinia stores."),
+    # two roles, two tools
+    ("Unit tests are Vitest specs next to the code.",
+     "End-to-end tests are Playwright suites under e2e/."),
+    # the other memory names the tool too
+    ("Background jobs are Sidekiq workers.", "Background jobs are ActiveJob classes on Sidekiq."),
+    # a format is no tool
+    ("Timestamps are UTC everywhere in the API.", "Timestamps are ISO-8601 strings in the API."),
+    # a version setting given the same range twice
+    ('Each stack sets `required_version = "~> 1.6.2"`.',
+     'Stacks declare `required_version = "~> 1.6.2"` in versions.tf.'),
+    # a pin that admits the version in use
+    ("Keep Electron pinned at 31.x.", "The desktop build runs on Electron 31.2."),
+    # "every" with a number says how often, not that anyone may: no "only" is denied
+    ("The deploy controller polls Git every 180 seconds and no webhook is configured, so a"
+     " merged change can take that long to sync.", "Don't expect an instant sync after merging:"
+     " without a Git webhook, the controller only notices new commits on its three-minute"
+     " refresh."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("a", "b"), AGREE)
+def test_roles_and_requirements_that_agree_are_no_conflict(a, b):
+    assert compare(a, b).kind != CONFLICT, compare(a, b).evidence
+    assert compare(b, a).kind != CONFLICT, compare(b, a).evidence
+
+
+def test_a_role_is_read_from_the_start_of_a_sentence():
+    (client,) = roles("Client state lives in Redux Toolkit slices. Keep them small.")
+    assert client.role == {"client", "state"}
+    assert client.name == "Redux Toolkit"
+    assert roles("Sentry Relay is Docker-based.") == []  # a name, not a role
+    assert roles("Client state is not Redux.") == []  # nothing fills it
+    assert roles("We use Pinia for client state.") == []  # a choice, read as one elsewhere
+
+
+def test_a_version_setting_without_a_product_is_its_own_product():
+    (said,) = Read.of('Stacks declare `required_version = ">= 1.8.0"`.').said
+    (version,) = said.versions
+    assert version.product == "required_version"
+    assert (version.low, version.high, version.pin) == ((1, 8, 0), None, False)
+    (said,) = Read.of('Pin Terraform with `required_version = "~> 1.5.0"`.').said
+    assert [v.product for v in said.versions] == ["terraform"]
+
+
+def test_pinned_at_requires_that_version():
+    (said,) = Read.of("Keep Electron pinned at 30.x for now.").said
+    (version,) = said.versions
+    assert version.required
+    assert version.pin
+    assert (version.low, version.high) == ((30,), (31,))
