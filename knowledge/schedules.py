@@ -63,6 +63,12 @@ class Schedule:
     span: tuple[int, int]
 
 
+# A day's name or abbreviation, its first three letters captured ("monitor" is none).
+_DAY_NAME = (
+    r"(?=(mon|tue|wed|thu|fri|sat|sun))(?:monday|mon|tuesday|tues|tue|wednesday|wed|thursday|"
+    r"thurs|thu|friday|fri|saturday|sat|sunday|sun)"
+)
+_ONCE = {"once": 1, "twice": 2, "thrice": 3}
 # Words after a day that still say when: "Monday mornings", "Friday only".
 _WHEN = word_set(
     "only morning mornings evening evenings night nights afternoon afternoons noon midnight "
@@ -120,14 +126,20 @@ def schedules(sentence: Sentence) -> list[Schedule]:
         period = period or _PERIODS[word]
         spans.append((sentence.start + match.start(), sentence.start + match.end()))
     for match in re.finditer(
-        r"\b(once|twice|thrice|\w+\s+times|\w+\s+\w+)\s+(?:a|per|each)\s+(day|hour|week|night)\b",
+        r"\b(once|twice|thrice|\w+\s+times|\w+\s+\w+)\s+(?:a|per|each)\s+"
+        r"(second|minute|day|hour|week|night|month)\b",
         lowered,
     ):
         said, unit = match.groups()
-        first = said.split()[0]
-        times_a = {"once": 1, "twice": 2, "thrice": 3}.get(first) or NUMBER_WORDS.get(first)
-        if times_a is None and first.isdigit():
-            times_a = int(first)
+        words = said.split()
+        # "sampled once per second", "three times a day", "two runs a day"; so many of a
+        # thing per second, minute or month is a rate or a quota ("400 credits per month")
+        if words[-1] in _ONCE:
+            times_a: float | None = _ONCE[words[-1]]
+        elif words[-1] != "times" and unit in ("second", "minute", "month"):
+            continue
+        else:
+            times_a = NUMBER_WORDS.get(words[0]) or (int(words[0]) if words[0].isdigit() else None)
         if times_a:
             period = _PERIODS[unit] / float(times_a)
             spans.append((sentence.start + match.start(), sentence.start + match.end()))
@@ -148,7 +160,7 @@ def schedules(sentence: Sentence) -> list[Schedule]:
             times.add(hour * 60 + minute)
             spans.append((sentence.start + match.start(), sentence.start + match.end()))
     for match in re.finditer(
-        r"\b(?:on\s+)?(mon|tue|wed|thu|fri|sat|sun)[a-z]*(?:day)?s?\b(?:\s*(?:-|to|through)\s*(mon|tue|wed|thu|fri|sat|sun)[a-z]*)?",
+        rf"\b(?:on\s+)?{_DAY_NAME}s?\b(?:\s*(?:-|to|through)\s*{_DAY_NAME})?",
         lowered,
     ):
         first, last = match.groups()

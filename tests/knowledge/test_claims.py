@@ -103,6 +103,33 @@ def test_a_day_is_read_where_it_says_when(text, days):
     assert schedule.days == days
 
 
+def test_a_word_that_begins_like_a_day_is_no_day():
+    said = "Snowflake's resource monitor suspends the warehouse; sunsetting saturates it."
+    assert [found for sentence in split(said) for found in schedules(sentence)] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "period"),
+    [
+        ("Location is sampled once per second during workouts.", 1.0),
+        ("Metrics are scraped four times per minute.", 15.0),
+        ("The crawler is started twice a day.", 43200.0),
+        ("The crawler runs three times a day.", 28800.0),
+    ],
+)
+def test_so_many_times_per_unit_is_how_often(text, period):
+    (schedule,) = [found for sentence in split(text) for found in schedules(sentence)]
+    assert schedule.period == period
+
+
+def test_so_many_things_per_second_or_month_is_no_schedule():
+    for text in (
+        "The monitor allows 400 credits per month.",
+        "Clients send 50 requests per second.",
+    ):
+        assert [found for sentence in split(text) for found in schedules(sentence)] == []
+
+
 @pytest.mark.parametrize(
     ("text", "said"),
     [

@@ -331,6 +331,9 @@ MORE_BY_CLASS = [
     # patterns of names of another shape
     ("naming", 'Cache keys are "user:<id>:profile" and "team:<id>:members".',
      "Cache keys follow <kind>/<id>, for example users/42."),
+    # how often, said as so many times per unit
+    ("schedule", "During a run the tracker takes a GPS fix every 5 seconds to save battery.",
+     "GPS is sampled once per second during runs; coarser made the pace chart jagged."),
     # a version setting's name says what it is a version of, and that it is a floor
     ("version", "manifest.json sets minimum_chrome_version to 116 for chrome.sidePanel.open().",
      "We still support Chrome 110 and later; sidePanel is feature-detected."),
