@@ -225,6 +225,7 @@ def compare(
         # a tool one runs (`uv sync`), or prescribes by a name ("use log/slog"), is a name
         or bool(tools.named(whole_a) & content_b)
         or bool(tools.named(whole_b) & content_a)
+        or bool(tools.quoted_settings(whole_a) & tools.quoted_settings(whole_b) - common)
     )
     evidence: dict[str, object] = {
         "similarity": round(score, 3),
@@ -382,7 +383,11 @@ def _denied_names(
     # Names: identifiers, paths, names in capitals, and the tools either side prescribes
     # ("use slog", a command's program: `uv sync`), however they are spelled.
     names = (
-        whole_a.specific | whole_b.specific | tools.prescribed(whole_a) | tools.prescribed(whole_b)
+        whole_a.specific
+        | whole_b.specific
+        | tools.prescribed(whole_a)
+        | tools.prescribed(whole_b)
+        | (tools.quoted_settings(whole_a) & tools.quoted_settings(whole_b))
     ) - common
     # About the same thing beyond the name: two more words in common, or one beside an
     # identifier of code (finalize_invoice, allowsBackgroundLocationUpdates) or the program

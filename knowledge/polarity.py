@@ -184,17 +184,26 @@ _DENY_AFTER = re.compile(
     re.I,
 )
 
+# Code in a denied clause is what is denied: "no BrowserWindow may be created with
+# `nodeIntegration: true`", "never call `Variable.get()` at the top level".
+_DENY_CODE = re.compile(
+    r"\b(?:don't|do\s+not|does\s+not|doesn't|never|no|must\s+not|may\s+not|avoid)\s"
+    r"[^;:.!?`]{0,60}`([^`]+)`",
+    re.I,
+)
+
 
 @functools.lru_cache(maxsize=1024)
 def denied(text: str) -> frozenset[str]:
     """The stems a text denies in so many words: after "don't", "never", "not", "no
     longer", "instead of" (up to four words on), or before "is not", "was removed", "was
-    dropped" (not what a bug report mentions: "fixes a bug with X" denies nothing)."""
+    dropped", and the code quoted in a denied clause (not what a bug report mentions:
+    "fixes a bug with X" denies nothing)."""
     found: set[str] = set()
-    for pattern in (_DENY_BEFORE, _DENY_AFTER):
+    for pattern in (_DENY_BEFORE, _DENY_AFTER, _DENY_CODE):
         for match in pattern.finditer(text):
-            for word in match.group(1).split():
-                found |= words_of(word.strip("`'.,:").lower())
+            for word in re.split(r"[\s=]+", match.group(1)):
+                found |= words_of(word.strip("`'.,:-").lower())
     return frozenset(found)
 
 

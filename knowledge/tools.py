@@ -54,3 +54,12 @@ def commands(words: Words) -> set[str]:
     """The program of each command a text quotes (`uv sync`): a tool by its own name."""
     spans = _CODE_SPAN.findall(words.text)
     return {stem(match.group(1).lower()) for match in map(_COMMAND.match, spans) if match}
+
+
+_QUOTED_SETTING = re.compile(r"^\s*-{0,2}([A-Za-z][\w.-]*[A-Za-z0-9])\s*[:=]\s*\S")
+
+
+def quoted_settings(words: Words) -> set[str]:
+    """The settings a text quotes with a value (`autocommit: true`, `--pool=threads`)."""
+    spans = _CODE_SPAN.findall(words.text)
+    return {stem(match.group(1).lower()) for match in map(_QUOTED_SETTING.match, spans) if match}

@@ -331,6 +331,17 @@ MORE_BY_CLASS = [
     # patterns of names of another shape
     ("naming", 'Cache keys are "user:<id>:profile" and "team:<id>:members".',
      "Cache keys follow <kind>/<id>, for example users/42."),
+    # code quoted in a denied clause is what is denied, and a setting quoted with a value
+    # on both sides is a name in common
+    ("polarity", "No worker process may be started with `--pool=threads`: the C extension is"
+     " not thread-safe.", "The image-resize queue runs its worker with `--pool=threads` so it"
+     " can share the model in memory."),
+    ("polarity", "Never open a database connection with `autocommit: true` in the importer;"
+     " each file must commit once.",
+     "The importer's connection is opened with `autocommit: true` to keep locks short."),
+    ("polarity", "No WebView may be created with `allowFileAccess: true`; pages render"
+     " untrusted HTML.", "The receipt viewer (`ReceiptWebView`) is created with"
+     " `allowFileAccess: true` so it can show the PDF from the cache folder."),
     # how often, said as so many times per unit
     ("schedule", "During a run the tracker takes a GPS fix every 5 seconds to save battery.",
      "GPS is sampled once per second during runs; coarser made the pace chart jagged."),
@@ -444,6 +455,12 @@ AGREEING = [
      "Warm the cache after deploying the web service."),
     # named after a ticket and starting with feat/ can both hold
     ("Feature branches are named after the Jira ticket.", "Feature branch names start with feat/."),
+    # the same prohibition, once as a rule and once as the harm it prevents: a tool quoted
+    # without a value is no setting
+    ("Learned in run-12: resizing the `pgbouncer` pool from the cloud console makes the chart"
+     " drift; change `pgbouncer.poolSize` in the values file instead.",
+     "Don't resize the `pgbouncer` pool in the console, the chart drifts. Change"
+     " `pgbouncer.poolSize` in the values file."),
     # a lone placeholder is no pattern of names
     ("Cache keys carry the <id> of their owner.", "Cache keys follow user:<id>:profile."),
 ]  # fmt: skip
