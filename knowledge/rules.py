@@ -291,6 +291,8 @@ def measured(
                 (len(left.low) > 2 and len(right.low) > 2)
                 or left.required
                 or right.required
+                or left.kept
+                or right.kept
                 or (bool(re.search(r"[-_]", left.product)) and len(left.low) > 1 < len(right.low))
             )
             if (aligned or close or exact) and versions.versions_disagree(left, right):

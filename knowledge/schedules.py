@@ -65,10 +65,17 @@ class Schedule:
 
 # A day's name or abbreviation, its first three letters captured ("monitor" is none).
 _DAY_NAME = (
-    r"(?=(mon|tue|wed|thu|fri|sat|sun))(?:monday|mon|tuesday|tues|tue|wednesday|wed|thursday|"
-    r"thurs|thu|friday|fri|saturday|sat|sunday|sun)"
+    r"(?=(mon|tue|wed|thu|fri|sat|sun))(?:(?:monday|tuesday|wednesday|thursday|friday|saturday|"
+    r"sunday)s?|mon|tues|tue|wed|thurs|thur|thu|fri|sat|sun)"
 )
+_DAY_WORD = re.compile(_DAY_NAME)
 _ONCE = {"once": 1, "twice": 2, "thrice": 3}
+_ADVERBS = {"hourly": "hour", "daily": "day", "nightly": "night", "weekly": "week",
+            "monthly": "month"}  # fmt: skip
+# How many units "every" counts: "every other day" is every two.
+_EVERY_COUNT = {**NUMBER_WORDS, "other": 2}
+# A limit on how often, not a schedule: "at most once per minute".
+_CAP = re.compile(r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|max(?:imum)?)\s*$")
 # Words after a day that still say when: "Monday mornings", "Friday only".
 _WHEN = word_set(
     "only morning mornings evening evenings night nights afternoon afternoons noon midnight "
@@ -105,14 +112,18 @@ def schedules(sentence: Sentence) -> list[Schedule]:
                     days.add(_DAY[piece.lower()[:3]])
         spans.append((sentence.start + match.start(), sentence.start + match.end()))
     for match in re.finditer(
-        r"\bevery\s+(?:(\d+|[a-z]+)\s+)?(seconds?|minutes?|hours?|days?|weeks?|months?|nights?|mornings?)\b",
+        r"\bevery\s+(?:(\d+|[a-z]+)\s+)?(ms|milliseconds?|seconds?|minutes?|hours?|days?|weeks?|"
+        r"months?|nights?|mornings?)\b",
         lowered,
     ):
         count, unit = match.groups()
-        n = 1.0
+        n: float | None = 1.0
         if count:
-            n = float(count) if count.isdigit() else float(NUMBER_WORDS.get(count, 1))
-        period = n * _PERIODS[unit.rstrip("s")]
+            # "every other day" is every two; "every N minutes" says no number
+            n = float(count) if count.isdigit() else _EVERY_COUNT.get(count)
+        if n is None:
+            continue
+        period = n * (_PERIODS.get(unit.rstrip("s")) or 0.001)  # ms, milliseconds
         spans.append((sentence.start + match.start(), sentence.start + match.end()))
     for match in _PERIOD_SETTING.finditer(lowered):
         # A setting of how often, its unit in its name: "periodInMinutes: 15".
@@ -126,20 +137,19 @@ def schedules(sentence: Sentence) -> list[Schedule]:
         period = period or _PERIODS[word]
         spans.append((sentence.start + match.start(), sentence.start + match.end()))
     for match in re.finditer(
-        r"\b(once|twice|thrice|\w+\s+times|\w+\s+\w+)\s+(?:a|per|each)\s+"
-        r"(second|minute|day|hour|week|night|month)\b",
+        r"\b(once|twice|thrice|\w+\s+times|\d+x)\s+(?:(?:an?|per|each)\s+"
+        r"(second|minute|day|hour|week|night|month)|(hourly|daily|nightly|weekly|monthly))\b",
         lowered,
     ):
-        said, unit = match.groups()
+        said, unit, adverb = match.groups()
+        if _CAP.search(lowered[: match.start()]):
+            continue  # "at most once per minute" limits how often; it does not schedule
+        # "sampled once per second", "three times a day", "twice daily"
         words = said.split()
-        # "sampled once per second", "three times a day", "two runs a day"; so many of a
-        # thing per second, minute or month is a rate or a quota ("400 credits per month")
-        if words[-1] in _ONCE:
-            times_a: float | None = _ONCE[words[-1]]
-        elif words[-1] != "times" and unit in ("second", "minute", "month"):
-            continue
-        else:
-            times_a = NUMBER_WORDS.get(words[0]) or (int(words[0]) if words[0].isdigit() else None)
+        times_a = _ONCE.get(words[-1]) or NUMBER_WORDS.get(words[0])
+        if times_a is None and words[0].rstrip("x").isdigit():
+            times_a = int(words[0].rstrip("x"))  # "6x a day"
+        unit = unit or _ADVERBS[adverb]
         if times_a:
             period = _PERIODS[unit] / float(times_a)
             spans.append((sentence.start + match.start(), sentence.start + match.end()))
@@ -160,7 +170,7 @@ def schedules(sentence: Sentence) -> list[Schedule]:
             times.add(hour * 60 + minute)
             spans.append((sentence.start + match.start(), sentence.start + match.end()))
     for match in re.finditer(
-        rf"\b(?:on\s+)?{_DAY_NAME}s?\b(?:\s*(?:-|to|through)\s*{_DAY_NAME})?",
+        rf"\b(?:on\s+)?{_DAY_NAME}\b(?:\s*(?:-|to|through)\s*{_DAY_NAME}\b)?",
         lowered,
     ):
         first, last = match.groups()
@@ -190,7 +200,9 @@ def schedules(sentence: Sentence) -> list[Schedule]:
     subject = frozenset(
         word
         for t in sentence.tokens
-        if t.word not in _PERIODS and t.word[:3] not in _DAY and t.word not in _NOT_SUBJECTS
+        if t.word not in _PERIODS
+        and not _DAY_WORD.fullmatch(t.word)
+        and t.word not in _NOT_SUBJECTS
         for word in meant(t)
     )
     span = (min(s for s, _ in spans), max(e for _, e in spans))

@@ -19,19 +19,21 @@ _NEWER = ("and newer", "or newer", "and later", "or later", "and above", "or abo
           "and higher", "and up", "onwards", "or greater", "+")  # fmt: skip
 _AT_LEAST = ("at least", "minimum", "min", "requires", "require", "required", "msrv", "floor",
              "minimum version", "no older than", "needs", "need")  # fmt: skip
-# A version required as it is: "has to be PostgreSQL 15", "must be Python 3.11", "keep
-# Electron pinned at 27.x", "stay on Java 17".
-_EXACTLY = ("has to be", "have to be", "must be", "must stay", "must remain", "pinned at",
-            "pinned to", "pin at", "pin to", "locked at", "locked to", "held at", "held on",
-            "stay on", "stays on", "stay at", "stays at")  # fmt: skip
-_AT_LEAST_SAID, _EXACTLY_SAID = (
+# A version required as it is: "has to be PostgreSQL 15", "must be Python 3.11".
+_EXACTLY = ("has to be", "have to be", "must be", "must stay", "must remain")
+# A version kept where it is, whatever else is supported: "keep Electron pinned at 27.x",
+# "Ruby stays on 3.2" (it disagrees with another version in use, not with a range).
+_KEPT = ("pinned at", "pinned to", "pin at", "pin to", "locked at", "locked to", "held at",
+         "held on", "stay on", "stays on", "stay at", "stays at")  # fmt: skip
+_AT_LEAST_SAID, _EXACTLY_SAID, _KEPT_SAID = (
     re.compile(r"\b(?:" + "|".join(map(re.escape, phrases)) + r")\b")
-    for phrases in (_AT_LEAST, _EXACTLY)
+    for phrases in (_AT_LEAST, _EXACTLY, _KEPT)
 )
 _PRODUCT_SKIP = word_set(
     "to on at is was be version versions v from of the a an with in for runs run uses use "
     "using require requires required support supports pinned pin pins at least minimum min "
-    "newer ready this that it"
+    "newer ready this that it stay stays stayed held hold holds locked lock keep kept remain "
+    "remains"
 )
 # The words of a version setting's name that name no product.
 _SETTING_WORDS = frozenset(
@@ -55,6 +57,7 @@ class Version:
     span: tuple[int, int]
     context: frozenset[str] = frozenset()  # the words of its sentence
     required: bool = False  # said as what is needed ("requires", "has to be", "at least")
+    kept: bool = False  # said as kept where it is ("pinned at", "stays on")
 
 
 def _parts(text: str) -> tuple[int, ...]:
@@ -115,6 +118,14 @@ def versions(sentence: Sentence) -> list[Version]:
                 None,
             )
             product_at = product_at if named is None else named
+        # a name before the noun it qualifies: "the Kotlin compiler is locked to 1.9.22"
+        if (
+            product_at > 1
+            and tokens[product_at].text.islower()
+            and tokens[product_at - 1].text[:1].isupper()
+            and tokens[product_at - 1].word.isalpha()
+        ):
+            product_at -= 1
         product = tokens[product_at]
         if (
             not product.word[:1].isalpha()
@@ -152,7 +163,8 @@ def versions(sentence: Sentence) -> list[Version]:
             low, high, pin = parts, _bump(parts, len(parts) - 1), plus != "+"
         span = sentence.span(product_at, index)
         required = least or exactly
-        found.append(Version(stem(product.word), low, high, pin, span, context, required))
+        kept = bool(_KEPT_SAID.search(head))
+        found.append(Version(stem(product.word), low, high, pin, span, context, required, kept))
     return found
 
 
@@ -166,9 +178,8 @@ def same_product(a: str, b: str) -> bool:
 
 
 def _contains(outer: Version, inner: Version) -> bool:
-    high = outer.high or INFINITY
-    inner_high = inner.high or INFINITY
-    return outer.low <= inner.low and inner_high <= high
+    (low, high), (inner_low, inner_high) = _range(outer), _range(inner)
+    return low <= inner_low and (inner_high or INFINITY) <= (high or INFINITY)
 
 
 def versions_disagree(a: Version, b: Version) -> bool:
@@ -184,6 +195,17 @@ def versions_disagree(a: Version, b: Version) -> bool:
         if pin.required:
             # "has to be PostgreSQL 15" / "supports PostgreSQL 12 and newer": what each
             # admits differs
-            return (pin.low, pin.high) != (bound.low, bound.high)
+            return _range(pin) != _range(bound)
         return not _contains(bound, pin)
-    return (a.low, a.high) != (b.low, b.high)
+    return _range(a) != _range(b)
+
+
+def _range(version: Version) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """What a version admits, written without trailing zeros (">= 1.7.0" is ">= 1.7")."""
+    return _trimmed(version.low), None if version.high is None else _trimmed(version.high)
+
+
+def _trimmed(parts: tuple[int, ...]) -> tuple[int, ...]:
+    while len(parts) > 1 and parts[-1] == 0:
+        parts = parts[:-1]
+    return parts

@@ -106,6 +106,12 @@ def test_a_day_is_read_where_it_says_when(text, days):
 def test_a_word_that_begins_like_a_day_is_no_day():
     said = "Snowflake's resource monitor suspends the warehouse; sunsetting saturates it."
     assert [found for sentence in split(said) for found in schedules(sentence)] == []
+    (weekly,) = schedules(split("The cache purge runs weekly, thus the bill stays flat.")[0])
+    assert weekly.days == frozenset()
+    (monitoring,) = schedules(split("Monitoring runs once per minute.")[0])
+    assert "monitor" in monitoring.subject
+    (thursday,) = schedules(split("The release train leaves every Thur at 09:00.")[0])
+    assert thursday.days == {3}
 
 
 @pytest.mark.parametrize(
@@ -115,6 +121,11 @@ def test_a_word_that_begins_like_a_day_is_no_day():
         ("Metrics are scraped four times per minute.", 15.0),
         ("The crawler is started twice a day.", 43200.0),
         ("The crawler runs three times a day.", 28800.0),
+        ("Backups run twice daily.", 43200.0),
+        ("The crawler refreshes feeds 6x a day.", 14400.0),
+        ("The sitemap is regenerated six times an hour.", 600.0),
+        ("Compaction runs every other day.", 172800.0),
+        ("The physics tick runs every 33 ms.", 0.033),
     ],
 )
 def test_so_many_times_per_unit_is_how_often(text, period):
@@ -126,6 +137,9 @@ def test_so_many_things_per_second_or_month_is_no_schedule():
     for text in (
         "The monitor allows 400 credits per month.",
         "Clients send 50 requests per second.",
+        "The sync job is capped at 1000 requests per hour.",
+        "The alert fires at most once per minute.",
+        "Reports are enqueued every N minutes, N from REPORT_INTERVAL.",
     ):
         assert [found for sentence in split(text) for found in schedules(sentence)] == []
 

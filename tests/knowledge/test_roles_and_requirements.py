@@ -26,6 +26,8 @@ DISAGREE = [
      "Keep Electron pinned at 30.x until the native printing module is rebuilt."),
     ("version", "Workers stay on Ruby 3.2 until the image pipeline is upgraded.",
      "The workers run Ruby 3.3 since the last deploy."),
+    ("version", "Our Postgres cluster is held at 14.10 until the extension audit is done.",
+     "We upgraded to Postgres 16.2 last week."),
 ]  # fmt: skip
 
 
@@ -52,6 +54,11 @@ AGREE = [
      'Stacks declare `required_version = "~> 1.6.2"` in versions.tf.'),
     # a pin that admits the version in use
     ("Keep Electron pinned at 31.x.", "The desktop build runs on Electron 31.2."),
+    # a version kept in use inside the range another part supports
+    ("Production stays on Node 20.", "The SDK's engines field allows Node 18 or newer."),
+    # one range with and without a trailing zero
+    ('Root modules set `required_version = ">= 1.7.0"`.',
+     'Root modules set `required_version = ">= 1.7"` in versions.tf.'),
     # "every" with a number says how often, not that anyone may: no "only" is denied
     ("The deploy controller polls Git every 180 seconds and no webhook is configured, so a"
      " merged change can take that long to sync.", "Don't expect an instant sync after merging:"
@@ -84,9 +91,13 @@ def test_a_version_setting_without_a_product_is_its_own_product():
     assert [v.product for v in said.versions] == ["terraform"]
 
 
-def test_pinned_at_requires_that_version():
+def test_pinned_at_keeps_that_version_whatever_else_is_supported():
     (said,) = Read.of("Keep Electron pinned at 30.x for now.").said
     (version,) = said.versions
-    assert version.required
+    assert version.kept
+    assert not version.required
     assert version.pin
     assert (version.low, version.high) == ((30,), (31,))
+    # the product is the name before the noun it qualifies, not the verb that keeps it
+    (said,) = Read.of("The Kotlin compiler is locked to 1.9.22 for the Compose plugin.").said
+    assert [v.product for v in said.versions] == ["kotlin"]
