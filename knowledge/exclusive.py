@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from knowledge.claims import NUMBER_WORDS, UNITS, Sentence
-from knowledge.reading import STOPWORDS, stem
+from knowledge.reading import STOPWORDS, stem, word_set
 from knowledge.rules import EXCLUSIVITY, Finding
 from knowledge.said import all_matches, first_match, name_like, shared
 
@@ -132,16 +132,21 @@ _EXCLUSIVE = re.compile(r"\b(?:only|alone|exclusively|solely)\b", re.I)
 # "every" says how often, not who, before a number or a unit ("polls every 180 seconds",
 # "every other day").
 _TIME_WORDS = {unit for unit, (dimension, _) in UNITS.items() if dimension == "time"}
+# (each unit or occasion, its plural too: "every two weeks", "every Monday", "every
+# release", "every time", "every N minutes", "every other day" but not "every other team")
 _HOW_OFTEN = "|".join(
     sorted(
         NUMBER_WORDS.keys() - {"one"}
         | {unit for unit in _TIME_WORDS if len(unit) > 1}
-        | {"other", "few", "couple", "morning", "evening", "night", "weekday", "quarter"}
+        | word_set(
+            "few couple morning evening night weekday weekend quarter year time release sprint "
+            "deploy build run cycle n monday tuesday wednesday thursday friday saturday sunday"
+        )
     )
 )
 _INCLUSIVE = re.compile(
-    r"\b(?:any|anyone|anybody|every(?!\s+(?:\d|(?:" + _HOW_OFTEN + r")\b))|everyone|all|also|"
-    r"too|as\s+well|own|itself|themselves|both)\b",
+    r"\b(?:any|anyone|anybody|every(?!\s+(?:other\s+)?(?:\d|(?:" + _HOW_OFTEN + r")s?\b))|"
+    r"everyone|all|also|too|as\s+well|own|itself|themselves|both)\b",
     re.I,
 )
 
