@@ -241,17 +241,19 @@ def quantities(sentence: Sentence) -> list[Quantity]:
         limit = _limit(tokens, index)
         read = limit or number(token)
         previous = tokens[index - 1].word if index else ""
+        whole = 0  # "a full week", "a whole day": the adjective before the unit
         if read is None and token.word in ("a", "an"):
             # "after a minute", never "a second attempt"
-            following = _word(tokens, index + 1)
-            ordinal = following == "second" and _word(tokens, index + 2) in _COUNTED_NOUNS
+            whole = _word(tokens, index + 1) in ("full", "whole", "entire")
+            following = _word(tokens, index + 1 + whole)
+            ordinal = following == "second" and _word(tokens, index + 2 + whole) in _COUNTED_NOUNS
             timed = following in UNITS and UNITS[following][0] == "time" and not ordinal
             read = (1.0, "") if timed else None
         if read is None or previous.startswith("#") or ":" in token.word:
             index += 1
             continue
         value, suffix = read
-        last = read_to = index
+        last = read_to = index + whole
         # "a dozen", "two hundred", "three quarters"
         ahead = _word(tokens, index + 1)
         if ahead in ("hundred", "thousand", "dozen", "quarters") and token.word != ahead:
@@ -314,7 +316,7 @@ def quantities(sentence: Sentence) -> list[Quantity]:
                     break
         subject = _around(sentence, index, last)
         modifies = "-" in token.word and bool(suffix) and meaningful(_word(tokens, last + 1))
-        anchor = _around(sentence, index, last, *((0, 2, (0, 2)) if modifies else (3, 1, (2, 1))))
+        anchor = _around(sentence, index, last, *((0, 2, (0, 2)) if modifies else (5, 3, (2, 1))))
         found.append(
             Quantity(
                 dimension,

@@ -24,6 +24,10 @@ READINGS = [
     ("The cache entry lives for a quarter of an hour.", [("time", 15 * MINUTE)]),
     ("The cache entry lives for three quarters of an hour.", [("time", 45 * MINUTE)]),
     ("Search refilters after a quarter second.", [("time", 0.25)]),
+    # a whole unit with its adjective
+    ("Keep rendered tiles in Redis for a full week.", [("time", 7 * 86400.0)]),
+    ("Uploads are kept for a whole day.", [("time", 86400.0)]),
+    ("A whole second attempt is made.", []),
     # a number and its unit joined into one adjective
     ("Each job has a 30-second timeout.", [("time", 30.0)]),
     ("Each job has a five-minute timeout.", [("time", 5 * MINUTE)]),

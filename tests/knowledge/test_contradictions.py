@@ -342,6 +342,11 @@ MORE_BY_CLASS = [
     ("polarity", "No WebView may be created with `allowFileAccess: true`; pages render"
      " untrusted HTML.", "The receipt viewer (`ReceiptWebView`) is created with"
      " `allowFileAccess: true` so it can show the PDF from the cache folder."),
+    # what a quantity measures is the nearest words that carry meaning, however many small
+    # words come between ("for at most 8 GB for the render job")
+    ("quantity", "The `stack` step needs `--mem=96G`; with less, the workers on the big surveys"
+     " get OOM-killed.", "Ask Slurm for at most 24 GB for the `stack` job. The `debug` partition"
+     " won't take anything bigger."),
     # how often, said as so many times per unit
     ("schedule", "During a run the tracker takes a GPS fix every 5 seconds to save battery.",
      "GPS is sampled once per second during runs; coarser made the pace chart jagged."),
