@@ -22,7 +22,8 @@ HARM = frozenset(
         "error errors problem issue bug wrong bad stale duplicate duplicates lose lost loses "
         "corrupt corrupts timeout risk careful beware caution danger dangerous expensive "
         "costly deadlock deadlocks race fail fails failed crash crashes crashed exhaust "
-        "exhausts exhausted exhausting saturate saturates saturated overload overloaded"
+        "exhausts exhausted exhausting saturate saturates saturated overload overloaded drift "
+        "drifts drifted"
     )
 )
 
@@ -91,10 +92,10 @@ for _left, _right in _OPPOSITE_PAIRS:
             OPPOSITE.setdefault(_key, set()).update({_other, base(_other)})
 
 
-def _action(sentence: Sentence, after: int) -> tuple[set[int], str | None, int]:
+def _action(sentence: Sentence, after: int) -> tuple[set[int | str], str | None, int]:
     """After a prohibition: the action (its groups), the thing it acts on first (its
     object's stem), and the index of the last token read."""
-    groups: set[int] = set()
+    groups: set[int | str] = set()
     last = after
     for index in range(after, min(len(sentence.tokens), after + 6)):
         word = sentence.tokens[index].word
@@ -102,9 +103,8 @@ def _action(sentence: Sentence, after: int) -> tuple[set[int], str | None, int]:
             continue
         last = index
         if not groups:
-            groups = ACTION.get(stem(word), set())
-            if not groups:
-                return groups, None, last
+            # a verb of no known group is its own ("do not eager-load authors")
+            groups = ACTION.get(stem(word)) or {stem(word)}
             continue
         return groups, stem(word), last
     return groups, None, last
@@ -120,18 +120,46 @@ def _token_at(sentence: Sentence, offset: int) -> int:
 def polarity(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | None:
     """``a`` forbids an action that ``b`` does or prescribes, on the same thing (not one
     that says it does harm: "module-level calls slow the parser" agrees with "don't")."""
-    if first_match(_NEGATED, b.text) or words_b & HARM:
+    if words_b & HARM:
         return None
-    for match in all_matches(_PROHIBIT, a.text):
+    for match in all_matches(_PROHIBIT, a.text) if not first_match(_NEGATED, b.text) else ():
         at = _token_at(a, a.start + match.end())
         groups, thing, last = _action(a, at)
         # a thing by its qualified name, or by its own ("Rails.cache" / "the cache")
         if not groups or thing is None or not {thing, thing.rsplit(".", 1)[-1]} & words_b:
             continue
-        if any(ACTION.get(stem(token.word), set()) & groups for token in b.tokens):
+        if any((ACTION.get(stem(token.word)) or {stem(token.word)}) & groups for token in b.tokens):
             first = (a.start + match.start(), a.tokens[last].end)
             return Finding(POLARITY, thing, first, (b.start, b.tokens[-1].end))
+    # "no notebook may be committed with outputs" / "commit the notebooks with outputs"
+    for match in all_matches(_NONE_MAY_BE, a.text):
+        thing, done = stem(match.group("thing").lower()), _verb(match.group("done").lower())
+        # done in the other, not denied there ("never commit"; "without rerunning" elsewhere
+        # in the sentence denies nothing of it)
+        if thing in words_b and any(
+            _verb(token.word) == done
+            and not any(t.word in _DENIERS for t in b.tokens[max(0, at - 3) : at])
+            for at, token in enumerate(b.tokens)
+        ):
+            first = (a.start + match.start(), a.start + match.end())
+            return Finding(POLARITY, thing, first, (b.start, b.tokens[-1].end))
     return None
+
+
+_DENIERS = word_set("not never no don't doesn't isn't aren't cannot can't without avoid")
+_NONE_MAY_BE = re.compile(
+    r"\bno\s+(?:\w+\s+){0,2}?(?P<thing>\w+)\s+(?:may|can|should|must|shall)\s+be\s+"
+    r"(?P<done>\w+(?:ed|en))\b",
+    re.I,
+)
+
+
+def _verb(word: str) -> str:
+    """A verb however inflected, as "committed", "commits" and "commit" meet: its stem
+    without a final "e" or a doubled last letter."""
+    word = stem(word)
+    word = word[:-1] if word.endswith("e") and len(word) > 3 else word
+    return word[:-1] if len(word) > 3 and word[-1] == word[-2] else word
 
 
 _ABSENT = re.compile(

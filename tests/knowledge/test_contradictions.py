@@ -347,6 +347,14 @@ MORE_BY_CLASS = [
     ("quantity", "The `stack` step needs `--mem=96G`; with less, the workers on the big surveys"
      " get OOM-killed.", "Ask Slurm for at most 24 GB for the `stack` job. The `debug` partition"
      " won't take anything bigger."),
+    # a prohibited verb of no known group is its own action
+    ("polarity", "On the orders page, always eager-load customers (`Order::with('customer')`)"
+     " to avoid N+1 queries.", "Do not eager-load customers on the orders page:"
+     " `with('customer')` tripled the query time there."),
+    # "no X may be done", against doing it (a "without" elsewhere denies nothing of it)
+    ("polarity", "No migration may be squashed once released; CI checks `migrations/` against"
+     " the tags.", "Squash the released migrations in `migrations/` every quarter so a fresh"
+     " install runs without replaying years of history."),
     # how often, said as so many times per unit
     ("schedule", "During a run the tracker takes a GPS fix every 5 seconds to save battery.",
      "GPS is sampled once per second during runs; coarser made the pace chart jagged."),
@@ -466,6 +474,11 @@ AGREEING = [
      " drift; change `pgbouncer.poolSize` in the values file instead.",
      "Don't resize the `pgbouncer` pool in the console, the chart drifts. Change"
      " `pgbouncer.poolSize` in the values file."),
+    # a prohibition, and the harm (drift) of doing it
+    ("Learned in run-51: bumping the `coredns` add-on from the cloud console makes Terraform"
+     " drift; change `cluster_addons.coredns.version` in code instead.", "Don't bump the"
+     " `coredns` add-on in the console, Terraform drifts. Change"
+     " `cluster_addons.coredns.version` in code."),
     # a lone placeholder is no pattern of names
     ("Cache keys carry the <id> of their owner.", "Cache keys follow user:<id>:profile."),
 ]  # fmt: skip
