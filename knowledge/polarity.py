@@ -45,7 +45,7 @@ _SAME_ACTION = [
     "mock stub fake patch",
     "enable set turn activate switch",
 ]
-ACTION: dict[str, set[int]] = {}
+ACTION: dict[str, set[int | str]] = {}
 for _group, _said in enumerate(_SAME_ACTION):
     for _word in _said.split():
         ACTION.setdefault(stem(_word), set()).add(_group)
