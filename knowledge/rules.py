@@ -128,7 +128,9 @@ def naming(
                 )
     styles_a = {_CASE_STYLES[t.word]: t for t in a.tokens if t.word in _CASE_STYLES}
     styles_b = {_CASE_STYLES[t.word]: t for t in b.tokens if t.word in _CASE_STYLES}
-    if styles_a and styles_b and set(styles_a).isdisjoint(styles_b) and len(context) >= 2:
+    # the same names in two styles say what both are about ("order-placed" / "OrderPlaced")
+    spelled = {_squashed(word) for word in words_a} & {_squashed(word) for word in words_b}
+    if styles_a and styles_b and set(styles_a).isdisjoint(styles_b) and len(context | spelled) >= 2:
         left_token, right_token = next(iter(styles_a.values())), next(iter(styles_b.values()))
         return Finding(
             NAMING,
@@ -152,6 +154,12 @@ def naming(
             (b.start + right.start(), b.start + right.end()),
         )
     return None
+
+
+def _squashed(word: str) -> str:
+    """A name however its words are joined: "order-placed", "order_placed" and
+    "OrderPlaced" alike."""
+    return stem(re.sub(r"[^a-z0-9]", "", word.lower()))
 
 
 # A pattern of names: literal parts and <placeholders>, at least one of each.

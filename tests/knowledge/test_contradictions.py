@@ -355,6 +355,10 @@ MORE_BY_CLASS = [
     ("polarity", "No migration may be squashed once released; CI checks `migrations/` against"
      " the tags.", "Squash the released migrations in `migrations/` every quarter so a fresh"
      " install runs without replaying years of history."),
+    # the same names in two case styles
+    ("naming", "Stream keys are snake_case and past tense: `invoice_sent`, `refund_issued`.",
+     "Name the streams after the event in camelCase (`invoiceSent`, `refundIssued`) to match"
+     " the handlers."),
     # how often, said as so many times per unit
     ("schedule", "During a run the tracker takes a GPS fix every 5 seconds to save battery.",
      "GPS is sampled once per second during runs; coarser made the pace chart jagged."),
