@@ -106,7 +106,7 @@ def naming(
     """The same names start (or end) with something else, or follow another case style:
     between two sentences about names ("started working on the docs" is about no name)."""
     context = shared(words_a, words_b, common)
-    if not context or not (words_a & NAME_WORDS) or not (words_b & NAME_WORDS):
+    if not context or not (_said_of_names(a) and _said_of_names(b)):
         return None
     for left in all_matches(_AFFIX, a.text):
         for right in all_matches(_AFFIX, b.text):
@@ -156,6 +156,15 @@ def naming(
     return None
 
 
+def _said_of_names(sentence: Sentence) -> bool:
+    """Whether a sentence speaks of names, outside its patterns of names ("{id}" in a route
+    says nothing of names)."""
+    outside = _TEMPLATE.sub(" ", sentence.text)
+    return any(stem(word.lower()) in NAME_WORDS for word in re.findall(r"[A-Za-z]+", outside)) or (
+        any(re.search(rf"\b{re.escape(style)}\b", outside, re.I) for style in _CASE_STYLES)
+    )
+
+
 def _squashed(word: str) -> str:
     """A name however its words are joined: "order-placed", "order_placed" and
     "OrderPlaced" alike."""
@@ -163,13 +172,14 @@ def _squashed(word: str) -> str:
 
 
 # A pattern of names: literal parts and <placeholders>, at least one of each.
-_TEMPLATE = re.compile(r"(?<![\w.:/-])[\w.:/-]*<[\w-]+>[\w<>.:/-]*")
+# A placeholder in angle brackets or braces ("<id>", "{layer}").
+_TEMPLATE = re.compile(r"(?<![\w.:/-])[\w.:/-]*(?:<[\w-]+>|\{[\w-]+\})[\w<>{}.:/-]*")
 
 
 def _shape(template: str) -> str:
     """A pattern's separators and placeholders: "match:<match_id>" is ":*", "<plural>/<id>"
     is "*/*"."""
-    return re.sub(r"[a-z0-9]+", "", re.sub(r"<[^>]*>", "*", template.lower()))
+    return re.sub(r"[a-z0-9]+", "", re.sub(r"<[^>]*>|\{[^}]*\}", "*", template.lower()))
 
 
 def _anchor(match: re.Match[str]) -> str:

@@ -355,6 +355,10 @@ MORE_BY_CLASS = [
     ("polarity", "No migration may be squashed once released; CI checks `migrations/` against"
      " the tags.", "Squash the released migrations in `migrations/` every quarter so a fresh"
      " install runs without replaying years of history."),
+    # patterns of names with placeholders in braces
+    ("naming", "Cache keys for thumbnails are `thumb:{size}:{sha}` so one size purges with a"
+     " single SCAN.", "Use the bucket path as the thumbnail cache key: `{sha}/{size}.webp`, so"
+     " one string names the file in Redis and in storage."),
     # the same names in two case styles
     ("naming", "Stream keys are snake_case and past tense: `invoice_sent`, `refund_issued`.",
      "Name the streams after the event in camelCase (`invoiceSent`, `refundIssued`) to match"
@@ -483,6 +487,9 @@ AGREEING = [
      " drift; change `cluster_addons.coredns.version` in code instead.", "Don't bump the"
      " `coredns` add-on in the console, Terraform drifts. Change"
      " `cluster_addons.coredns.version` in code."),
+    # a route with a placeholder, in a sentence about no names
+    ("The list view fetches authors from `/api/articles/{id}/authors` lazily.",
+     "Article pages render from `/articles/{slug}` on the server."),
     # a lone placeholder is no pattern of names
     ("Cache keys carry the <id> of their owner.", "Cache keys follow user:<id>:profile."),
 ]  # fmt: skip
