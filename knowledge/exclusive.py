@@ -151,6 +151,9 @@ _INCLUSIVE = re.compile(
 )
 
 
+_MODAL = re.compile(r"\b(?:may|can|could|should|must|(?:is|are)\s+allowed\s+to)\b", re.I)
+
+
 def inclusive(
     a: Sentence,
     b: Sentence,
@@ -171,6 +174,10 @@ def inclusive(
     # (In its own clause: "created by the matchmaker alone; game servers only report").
     clause = a.text.find(";", only.end())
     end = a.start + (clause if clause >= 0 else len(a.text))
+    # "only owners can merge": "only" restricts who, before the modal; the action after it
+    # is what both may say ("every maintainer can merge")
+    modal = _MODAL.search(a.text, only.end(), end - a.start)
+    end = a.start + modal.start() if modal else end
     restricted = [
         stem(t.word)
         for t in a.tokens

@@ -355,6 +355,11 @@ MORE_BY_CLASS = [
     ("polarity", "No migration may be squashed once released; CI checks `migrations/` against"
      " the tags.", "Squash the released migrations in `migrations/` every quarter so a fresh"
      " install runs without replaying years of history."),
+    # "only" before a modal restricts who; the action after it both may say
+    ("exclusivity", "Only release managers can tag production releases of the SDK.",
+     "Every maintainer can tag production releases of the SDK from CI."),
+    ("exclusivity", "Only members of the `dba` group may run schema migrations on the primary.",
+     "Backend developers can also run schema migrations on the primary from the bastion."),
     # patterns of names with placeholders in braces
     ("naming", "Cache keys for thumbnails are `thumb:{size}:{sha}` so one size purges with a"
      " single SCAN.", "Use the bucket path as the thumbnail cache key: `{sha}/{size}.webp`, so"
@@ -487,6 +492,9 @@ AGREEING = [
      " drift; change `cluster_addons.coredns.version` in code instead.", "Don't bump the"
      " `coredns` add-on in the console, Terraform drifts. Change"
      " `cluster_addons.coredns.version` in code."),
+    # who "only" allows, said by the other too
+    ("Only the on-call engineer can page the database team.",
+     "The on-call engineer can page the database team at any hour."),
     # a route with a placeholder, in a sentence about no names
     ("The list view fetches authors from `/api/articles/{id}/authors` lazily.",
      "Article pages render from `/articles/{slug}` on the server."),
