@@ -186,6 +186,8 @@ def inclusive(
     said = [word for word in restricted if word in words_b]
     if len(said) >= 2 and 2 * len(said) >= len(restricted):
         return None
+    if modal and said and len(said) == len(restricted):
+        return None  # the same who ("the on-call engineer can page ... at any hour")
     if len(shared(words_a, words_b, common)) < 2:
         return None
     return Finding(
