@@ -230,7 +230,13 @@ def denied(text: str) -> frozenset[str]:
     found: set[str] = set()
     for pattern in (_DENY_BEFORE, _DENY_AFTER, _DENY_CODE):
         for match in pattern.finditer(text):
-            for word in re.split(r"[\s=]+", match.group(1)):
+            words = re.split(r"[\s=]+", match.group(1))
+            if pattern is _DENY_BEFORE and match.group(0)[:3].lower() == "no ":
+                # "no Service Bus connection strings": the strings, not Service Bus
+                named = [n for n, word in enumerate(words) if word[:1].isupper()]
+                if named and named[-1] + 1 < len(words):
+                    words = words[named[-1] + 1 :]
+            for word in words:
                 found |= words_of(word.strip("`'.,:-").lower())
     return frozenset(found)
 

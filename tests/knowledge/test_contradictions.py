@@ -492,6 +492,12 @@ AGREEING = [
      " drift; change `cluster_addons.coredns.version` in code instead.", "Don't bump the"
      " `coredns` add-on in the console, Terraform drifts. Change"
      " `cluster_addons.coredns.version` in code."),
+    # "no" before a name and what it names denies the latter ("no Event Hubs connection
+    # strings" leaves Event Hubs)
+    ("Event Hubs are reached with managed identity (`DefaultAzureCredential`); no connection"
+     " strings in `appsettings.json` or Key Vault.", "No Event Hubs connection strings anywhere,"
+     " not in Key Vault, not in `appsettings.json`. We connect with managed identity through"
+     " `DefaultAzureCredential`."),
     # who "only" allows, said by the other too
     ("Only the on-call engineer can page the database team.",
      "The on-call engineer can page the database team at any hour."),
