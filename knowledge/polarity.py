@@ -56,6 +56,9 @@ _PROHIBIT = re.compile(
     r"forbidden\s+to|(?:is|are)\s+not\s+(?:allowed|permitted)\s+to|stop(?:ped)?|without)\b",
     re.I,
 )
+_FORBID = re.compile(
+    r"never|do\s+not|don't|must\s+not|mustn't|should\s+not|shouldn't|may\s+not", re.I
+)
 _NEGATED = re.compile(r"\b(?:not|never|no|don't|doesn't|isn't|aren't|cannot|can't|without)\b", re.I)
 _OPPOSITE_PAIRS = [
     ("enabl", "disabl"), ("allow", "forbid"), ("allow", "deny"), ("allow", "block"),
@@ -92,7 +95,9 @@ for _left, _right in _OPPOSITE_PAIRS:
             OPPOSITE.setdefault(_key, set()).update({_other, base(_other)})
 
 
-def _action(sentence: Sentence, after: int) -> tuple[set[int | str], str | None, int]:
+def _action(
+    sentence: Sentence, after: int, own: bool = False
+) -> tuple[set[int | str], str | None, int]:
     """After a prohibition: the action (its groups), the thing it acts on first (its
     object's stem), and the index of the last token read."""
     groups: set[int | str] = set()
@@ -104,7 +109,11 @@ def _action(sentence: Sentence, after: int) -> tuple[set[int | str], str | None,
         last = index
         if not groups:
             # a verb of no known group is its own ("do not eager-load authors")
-            groups = ACTION.get(stem(word)) or {stem(word)}
+            groups = ACTION.get(stem(word)) or (
+                {stem(word)} if own and re.fullmatch(r"[a-z]+(?:-[a-z]+)?", word) else set()
+            )
+            if not groups:
+                return groups, None, last
             continue
         return groups, stem(word), last
     return groups, None, last
@@ -124,7 +133,9 @@ def polarity(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | Non
         return None
     for match in all_matches(_PROHIBIT, a.text) if not first_match(_NEGATED, b.text) else ():
         at = _token_at(a, a.start + match.end())
-        groups, thing, last = _action(a, at)
+        # a verb of no known kind is read only after a plain prohibition ("do not
+        # eager-load"; not "without it two students", nor the `.stop()` of code)
+        groups, thing, last = _action(a, at, own=bool(_FORBID.fullmatch(match.group(0))))
         # a thing by its qualified name, or by its own ("Rails.cache" / "the cache")
         if not groups or thing is None or not {thing, thing.rsplit(".", 1)[-1]} & words_b:
             continue

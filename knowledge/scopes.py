@@ -148,5 +148,7 @@ def _heads(code: frozenset[str]) -> set[str]:
     return {
         words[0]
         for words in map(str.split, code)
-        if len(words) > 1 and (words[1][:1].isalnum() or words[1][:1] == "-")
+        if len(words) > 1
+        and not words[0].endswith(":")  # a setting (`version: 2`), not a command
+        and (words[1][:1].isalnum() or words[1][:1] == "-")
     }

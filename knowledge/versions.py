@@ -150,7 +150,7 @@ def versions(sentence: Sentence) -> list[Version]:
             continue
         parts = _parts(text)
         kind = _OPERATORS.get(operator, "")
-        if kind in ("min", "above") or newer or least:
+        if (kind in ("min", "above") or newer or least) and plus not in (".x", ".*"):
             low, high, pin = parts, None, False
         elif kind == "pessimistic":
             low, high, pin = parts, _bump(parts, len(parts) - 2), False
@@ -159,7 +159,8 @@ def versions(sentence: Sentence) -> list[Version]:
         elif kind in ("max", "below"):
             low, high, pin = (0,), parts if kind == "below" else _bump(parts, len(parts) - 1), False
         else:
-            # "3.11" and "2.0.x" say which one is used; "3.11+" is a bound
+            # "3.11" and "2.0.x" say which one is used ("needs v2.x": that series); "3.11+" is
+            # a bound
             low, high, pin = parts, _bump(parts, len(parts) - 1), plus != "+"
         span = sentence.span(product_at, index)
         required = least or exactly

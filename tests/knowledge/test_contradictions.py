@@ -498,6 +498,18 @@ AGREEING = [
      " strings in `appsettings.json` or Key Vault.", "No Event Hubs connection strings anywhere,"
      " not in Key Vault, not in `appsettings.json`. We connect with managed identity through"
      " `DefaultAzureCredential`."),
+    # "without it" prohibits nothing; nor does the `.stop()` of code
+    ("Reserve stock inside a transaction with `SELECT ... FOR UPDATE` on the item row. Without"
+     " it two orders got the last unit in the spring sale.", "Learned in run-12: stock has to be"
+     " reserved inside a transaction with `SELECT ... FOR UPDATE` on the item row; otherwise two"
+     " orders can take the last unit (it happened in the spring sale)."),
+    ("The rider app's logout handler must call `TripTracker.stop()`. Otherwise Android keeps"
+     " the foreground service alive and riders see a sticky notification.",
+     "Call `TripTracker.stop()` in the rider app's logout handler: if you skip it, Android"
+     " keeps the foreground service running and the rider is left with a sticky notification."),
+    # "needs v2.x" needs that series, which "~> v2" admits; a setting's span is no command
+    ("The `.goreleaser.yaml` uses the `version: 2` schema, so it needs GoReleaser v2.x.",
+     "CI runs `goreleaser/goreleaser-action@v6` with `version: '~> v2'`."),
     # who "only" allows, said by the other too
     ("Only the on-call engineer can page the database team.",
      "The on-call engineer can page the database team at any hour."),
