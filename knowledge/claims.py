@@ -457,11 +457,14 @@ def _as(quantity: Quantity, other: Quantity) -> tuple[str, float]:
     return "m", quantity.value
 
 
-def same_quantity(a: Quantity, b: Quantity, *, aligned: bool = False, close: bool = False) -> bool:
+def same_quantity(
+    a: Quantity, b: Quantity, *, aligned: bool = False, close: bool = False, related: bool = False
+) -> bool:
     """The same measure of the same thing, with values that differ: a count of the same
-    thing, or a measure whose nearest words (what it measures) one side shares with the
-    other's; ``aligned``, two sentences with much in common, says so too, and so do two
-    words around the numbers in common between memories about the same thing (``close``)."""
+    thing (in sentences with words in common, ``related``), or a measure whose nearest words
+    (what it measures) one side shares with the other's; ``aligned``, two sentences with
+    much in common, says so too, and so do two words around the numbers in common between
+    memories about the same thing (``close``)."""
     (dimension_a, value_a), (dimension_b, value_b) = _as(a, b), _as(b, a)
     # two settings are two things ("warn_after" / "error_after", "redis.timeout" /
     # "http.timeout"), unless one names the other in full ("SessionPolicy.IDLE_TIMEOUT" /
@@ -476,7 +479,7 @@ def same_quantity(a: Quantity, b: Quantity, *, aligned: bool = False, close: boo
     if abs(value_a - value_b) <= 0.01 * max(abs(value_a), abs(value_b)):
         return False
     if dimension_a.startswith("count:"):
-        return aligned or bool(a.subject & b.subject)
+        return aligned or related or bool(a.subject & b.subject)
     return (
         aligned
         or bool(a.anchor & b.subject)

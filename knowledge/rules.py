@@ -343,7 +343,7 @@ def measured(
         for right_q in right_all:
             if agreed(right_q, left_all, memories[0] if memories else None):
                 continue
-            if same_quantity(left_q, right_q, aligned=strong, close=close):
+            if same_quantity(left_q, right_q, aligned=strong, close=close, related=aligned):
                 about = " ".join(sorted(left_q.subject & right_q.subject))[:80]
                 found.append(Finding(QUANTITY, about, left_q.span, right_q.span))
                 break

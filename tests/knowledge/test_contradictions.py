@@ -364,6 +364,10 @@ MORE_BY_CLASS = [
     ("naming", "Cache keys for thumbnails are `thumb:{size}:{sha}` so one size purges with a"
      " single SCAN.", "Use the bucket path as the thumbnail cache key: `{sha}/{size}.webp`, so"
      " one string names the file in Redis and in storage."),
+    # a count of attempts, in sentences with a name and a verb in common
+    ("quantity", "`send_invoice` retries 3 times on `SmtpError`, then marks the invoice unsent.",
+     "When the relay errors, `send_invoice` keeps retrying and gives up only after the fifth"
+     " attempt; relay restarts routinely eat the first few."),
     # the same names in two case styles
     ("naming", "Stream keys are snake_case and past tense: `invoice_sent`, `refund_issued`.",
      "Name the streams after the event in camelCase (`invoiceSent`, `refundIssued`) to match"
