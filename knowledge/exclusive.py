@@ -145,7 +145,8 @@ _HOW_OFTEN = "|".join(
     )
 )
 _INCLUSIVE = re.compile(
-    r"\b(?:any|anyone|anybody|every(?!\s+(?:other\s+)?(?:\d|(?:" + _HOW_OFTEN + r")s?\b))|"
+    r"\b(?:any|anyone|anybody|(?<!\bon\s)(?<!\bat\s)(?<!\bafter\s)(?<!\bwith\s)"
+    r"every(?!\s+(?:other\s+)?(?:\d|(?:" + _HOW_OFTEN + r")s?\b))|"
     r"everyone|all|also|too|as\s+well|own|itself|themselves|both)\b",
     re.I,
 )
@@ -181,7 +182,9 @@ def inclusive(
     restricted = [
         stem(t.word)
         for t in a.tokens
-        if a.start + only.end() <= t.start < end and t.word.isalpha() and t.word not in STOPWORDS
+        if a.start + only.end() <= t.start < end
+        and re.fullmatch(r"[a-z]+(?:-[a-z]+)*", t.word)
+        and t.word not in STOPWORDS
     ][:4]
     said = [word for word in restricted if word in words_b]
     if len(said) >= 2 and 2 * len(said) >= len(restricted):

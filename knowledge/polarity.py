@@ -56,6 +56,10 @@ _PROHIBIT = re.compile(
     r"forbidden\s+to|(?:is|are)\s+not\s+(?:allowed|permitted)\s+to|stop(?:ped)?|without)\b",
     re.I,
 )
+# Words after a name that say nothing of it ("no Jenkins anymore").
+_ADVERBS = word_set(
+    "anymore any more here there anywhere either ever yet again now please once already"
+)
 _FORBID = re.compile(
     r"never|do\s+not|don't|must\s+not|mustn't|should\s+not|shouldn't|may\s+not", re.I
 )
@@ -139,24 +143,67 @@ def polarity(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | Non
         # a thing by its qualified name, or by its own ("Rails.cache" / "the cache")
         if not groups or thing is None or not {thing, thing.rsplit(".", 1)[-1]} & words_b:
             continue
+        if all(isinstance(group, str) for group in groups) and not _all_said(a, at, words_b):
+            continue  # a verb of its own needs its whole phrase said ("squash on the release")
         if any((ACTION.get(stem(token.word)) or {stem(token.word)}) & groups for token in b.tokens):
             first = (a.start + match.start(), a.tokens[last].end)
             return Finding(POLARITY, thing, first, (b.start, b.tokens[-1].end))
     # "no notebook may be committed with outputs" / "commit the notebooks with outputs"
     for match in all_matches(_NONE_MAY_BE, a.text):
         thing, done = stem(match.group("thing").lower()), _verb(match.group("done").lower())
-        # done in the other, not denied there ("never commit"; "without rerunning" elsewhere
-        # in the sentence denies nothing of it)
-        if thing in words_b and any(
-            _verb(token.word) == done
-            and not any(t.word in _DENIERS for t in b.tokens[max(0, at - 3) : at])
-            for at, token in enumerate(b.tokens)
+        # done in the other with what qualifies it ("with outputs"), and not denied in that
+        # clause ("never commit", "stored in Vault, not in the repo"; "without rerunning" in
+        # another clause denies nothing of it)
+        affirmed = _affirmed(b)
+        if (
+            thing in affirmed
+            and _all_said(a, _token_at(a, a.start + match.end()), affirmed)
+            and any(
+                _verb(token.word) == done and not _denied_clause(b, at)
+                for at, token in enumerate(b.tokens)
+            )
         ):
             first = (a.start + match.start(), a.start + match.end())
             return Finding(POLARITY, thing, first, (b.start, b.tokens[-1].end))
     return None
 
 
+def _all_said(sentence: Sentence, at: int, words: frozenset[str]) -> bool:
+    """Whether ``words`` say every word that carries meaning in the clause from token ``at``
+    on (four at most): what an action is done to and how."""
+    if at >= len(sentence.tokens):
+        return True
+    offset = sentence.tokens[at].start - sentence.start
+    clause = re.split(r"[;,.:!?(]", sentence.text[offset:], maxsplit=1)[0]
+    said = [
+        word
+        for word in re.findall(r"[a-z][\w-]*", clause.lower())
+        if word not in STOPWORDS and word not in _ADVERBS
+    ][:4]
+    return all(stem(word) in words or word in words for word in said)
+
+
+def _denied_clause(sentence: Sentence, at: int) -> bool:
+    """Whether the clause of token ``at`` (between punctuation or a conjunction: "so",
+    "because", "but") has a denial in it."""
+    text, offset = sentence.text, sentence.tokens[at].start - sentence.start
+    before = _CLAUSES.split(text[:offset])[-1]
+    after = _CLAUSES.split(text[offset:], maxsplit=1)[0]
+    return any(word in _DENIERS for word in re.findall(r"[\w']+", (before + after).lower()))
+
+
+def _affirmed(sentence: Sentence) -> frozenset[str]:
+    """The stems of a sentence's clauses that deny nothing ("stored in Vault, not in the
+    repo" affirms Vault, not the repo)."""
+    return frozenset(
+        stem(word)
+        for clause in _CLAUSES.split(sentence.text)
+        if not any(word in _DENIERS for word in re.findall(r"[\w']+", clause.lower()))
+        for word in re.findall(r"[a-z][\w-]*", clause.lower())
+    )
+
+
+_CLAUSES = re.compile(r"[;,.:!?]|\s(?:so|because|since|but|while|unless|although)\s", re.I)
 _DENIERS = word_set("not never no don't doesn't isn't aren't cannot can't without avoid")
 _NONE_MAY_BE = re.compile(
     r"\bno\s+(?:\w+\s+){0,2}?(?P<thing>\w+)\s+(?:may|can|should|must|shall)\s+be\s+"
@@ -227,7 +274,7 @@ _DENY_AFTER = re.compile(
 # `nodeIntegration: true`", "never call `Variable.get()` at the top level".
 _DENY_CODE = re.compile(
     r"\b(?:don't|do\s+not|does\s+not|doesn't|never|no|must\s+not|may\s+not|avoid)\s"
-    r"[^;:.!?`]{0,60}`([^`]+)`",
+    r"(?:(?!\b(?:when|if|while|because|unless|until)\b)[^;:.!?`]){0,60}`([^`]+)`",
     re.I,
 )
 
@@ -245,8 +292,9 @@ def denied(text: str) -> frozenset[str]:
             if pattern is _DENY_BEFORE and match.group(0)[:3].lower() == "no ":
                 # "no Service Bus connection strings": the strings, not Service Bus
                 named = [n for n, word in enumerate(words) if word[:1].isupper()]
-                if named and named[-1] + 1 < len(words):
-                    words = words[named[-1] + 1 :]
+                rest = words[named[-1] + 1 :] if named else []
+                if rest and not {word.lower().strip(".,:;") for word in rest} <= _ADVERBS:
+                    words = rest
             for word in words:
                 found |= words_of(word.strip("`'.,:-").lower())
     return frozenset(found)

@@ -12,20 +12,22 @@ from knowledge.claims import split
 from knowledge.polarity import denied
 from knowledge.reading import STOPWORDS, Words, stem, word_set
 from knowledge.scopes import SCOPES
+from knowledge.versions import same_product
 
-# How a role is said to be filled, by kind: what it is, where it lives or what it goes
-# through ("is", "lives in", "are kept in", "is managed with", "goes through", "reach the
-# database through"); who provides it; what builds it; what it is written in; what it runs
-# on. Two fillers disagree only when said the same way: "is written in SQL" and "is managed
-# by Flyway" can both hold, as can "is S3" and "is provided by AWS".
+# How a role is said to be filled, by kind: what it is, where it lives or what it reaches
+# a thing through ("is", "lives in", "are kept in", "reach the database through"); where it
+# is hosted; what manages it; who provides it; what it is written in. Two fillers disagree
+# only when said the same way: "is Django" and "is deployed to Heroku", "is written in
+# SQL" and "is managed by Flyway", "is S3" and "is provided by AWS" can all hold. What
+# stacks is not read: "built with" React and Vite, "runs on" Kubernetes and AWS, traffic
+# that "goes through" Cloudflare and Envoy.
 _WAYS = {
-    "is": r"(?:is|are)(?:\s+(?:kept|stored|hosted|deployed|managed|handled|powered|served|done)"
-    r"\s+(?:in|on|to|at|by|with|from))?|lives?\s+(?:in|on)|go(?:es)?\s+through|"
+    "is": r"(?:is|are)(?:\s+(?:kept|stored)\s+in)?|lives?\s+in|"
     r"reach(?:es)?\s+(?P<target>(?:the\s+)?\w+)\s+through",
+    "hosted": r"(?:is|are)\s+(?:hosted|deployed)\s+(?:on|to|at|in)",
+    "managed": r"(?:is|are)\s+(?:managed|handled)\s+(?:by|with|in)",
     "provided": r"(?:is|are)\s+provided\s+(?:by|from)",
-    "built": r"(?:is|are)\s+built\s+(?:with|on)",
     "written": r"(?:is|are)\s+written\s+(?:in|with)",
-    "runs": r"runs?\s+on",
 }
 _FILLED = "|".join(f"(?P<{way}>{pattern})" for way, pattern in _WAYS.items())
 # The role: a plain noun phrase that opens the sentence, words in lower case or short
@@ -115,6 +117,12 @@ def other_fillers(a: Words, b: Words) -> tuple[Role, Role] | None:
     says."""
     for left in roles(a.text):
         for right in roles(b.text):
-            if left.same_role(right) and not _named(left, b) and not _named(right, a):
+            if (
+                left.same_role(right)
+                and not _named(left, b)
+                and not _named(right, a)
+                # one product by two spellings ("Postgres" / "PostgreSQL")
+                and not same_product(left.name.split()[0].lower(), right.name.split()[0].lower())
+            ):
                 return left, right
     return None

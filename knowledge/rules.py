@@ -130,7 +130,15 @@ def naming(
     styles_b = {_CASE_STYLES[t.word]: t for t in b.tokens if t.word in _CASE_STYLES}
     # the same names in two styles say what both are about ("order-placed" / "OrderPlaced")
     spelled = {_squashed(word) for word in words_a} & {_squashed(word) for word in words_b}
-    if styles_a and styles_b and set(styles_a).isdisjoint(styles_b) and len(context | spelled) >= 2:
+    if (
+        styles_a
+        and styles_b
+        and set(styles_a).isdisjoint(styles_b)
+        # ... with a word in common besides the examples' ("columns ... like `created_at`" /
+        # "fields ... like `createdAt`" are two layers)
+        and bool(context - _EXAMPLES)
+        and len(context | spelled) >= 2
+    ):
         left_token, right_token = next(iter(styles_a.values())), next(iter(styles_b.values()))
         return Finding(
             NAMING,
@@ -154,6 +162,9 @@ def naming(
             (b.start + right.start(), b.start + right.end()),
         )
     return None
+
+
+_EXAMPLES = word_set("like such example e.g eg for instance")
 
 
 def _said_of_names(sentence: Sentence) -> bool:

@@ -73,9 +73,15 @@ _ONCE = {"once": 1, "twice": 2, "thrice": 3}
 _ADVERBS = {"hourly": "hour", "daily": "day", "nightly": "night", "weekly": "week",
             "monthly": "month"}  # fmt: skip
 # How many units "every" counts: "every other day" is every two.
-_EVERY_COUNT = {**NUMBER_WORDS, "other": 2}
-# A limit on how often, not a schedule: "at most once per minute".
-_CAP = re.compile(r"(?:at\s+most|up\s+to|no\s+more\s+than|not\s+more\s+than|max(?:imum)?)\s*$")
+_EVERY_COUNT: dict[str, float | None] = {
+    **NUMBER_WORDS, "other": 2, "n": None, "few": None, "couple": None, "several": None,
+}  # fmt: skip
+_MILLISECONDS = {"ms": 0.001, "millisecond": 0.001, "milliseconds": 0.001}
+# A bound on how often, not a schedule: "at most once per minute", "at least once a month".
+_CAP = re.compile(
+    r"(?:at\s+(?:most|least)|up\s+to|no\s+(?:more|less|fewer)\s+than|not\s+more\s+than|"
+    r"\bmax(?:imum)?|\bmin(?:imum)?)\s*$"
+)
 # Words after a day that still say when: "Monday mornings", "Friday only".
 _WHEN = word_set(
     "only morning mornings evening evenings night nights afternoon afternoons noon midnight "
@@ -119,11 +125,12 @@ def schedules(sentence: Sentence) -> list[Schedule]:
         count, unit = match.groups()
         n: float | None = 1.0
         if count:
-            # "every other day" is every two; "every N minutes" says no number
-            n = float(count) if count.isdigit() else _EVERY_COUNT.get(count)
+            # "every other day" is every two, "every single day" every one; "every N minutes"
+            # says no number
+            n = float(count) if count.isdigit() else _EVERY_COUNT.get(count, 1.0)
         if n is None:
             continue
-        period = n * (_PERIODS.get(unit.rstrip("s")) or 0.001)  # ms, milliseconds
+        period = n * (_MILLISECONDS.get(unit) or _PERIODS[unit.rstrip("s")])
         spans.append((sentence.start + match.start(), sentence.start + match.end()))
     for match in _PERIOD_SETTING.finditer(lowered):
         # A setting of how often, its unit in its name: "periodInMinutes: 15".

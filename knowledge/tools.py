@@ -56,7 +56,8 @@ def commands(words: Words) -> set[str]:
     return {stem(match.group(1).lower()) for match in map(_COMMAND.match, spans) if match}
 
 
-_QUOTED_SETTING = re.compile(r"^\s*-{0,2}([A-Za-z][\w.-]*[A-Za-z0-9])\s*[:=]\s*\S")
+# (`name: value` with a space: `localhost:9090`, `https://...` and `python:3.12` are none)
+_QUOTED_SETTING = re.compile(r"^\s*-{0,2}([A-Za-z][\w.-]*[A-Za-z0-9])(?:\s*=\s*|:\s+)\S")
 
 
 def quoted_settings(words: Words) -> set[str]:

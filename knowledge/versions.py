@@ -33,7 +33,13 @@ _PRODUCT_SKIP = word_set(
     "to on at is was be version versions v from of the a an with in for runs run uses use "
     "using require requires required support supports pinned pin pins at least minimum min "
     "newer ready this that it stay stays stayed held hold holds locked lock keep kept remain "
-    "remains"
+    "remains needs need"
+)
+# A part that is a product of its own, not the noun a name qualifies: "the Python client
+# is pinned to 1.4" is the client's version, "the Kotlin compiler" Kotlin's.
+_COMPONENTS = word_set(
+    "client sdk library lib plugin package driver binding bindings module extension action "
+    "operator chart provider image wrapper adapter connector cli app"
 )
 # The words of a version setting's name that name no product.
 _SETTING_WORDS = frozenset(
@@ -120,8 +126,9 @@ def versions(sentence: Sentence) -> list[Version]:
             product_at = product_at if named is None else named
         # a name before the noun it qualifies: "the Kotlin compiler is locked to 1.9.22"
         if (
-            product_at > 1
+            product_at > 1  # a sentence's first word is a verb as often as a name
             and tokens[product_at].text.islower()
+            and tokens[product_at].word not in _COMPONENTS
             and tokens[product_at - 1].text[:1].isupper()
             and tokens[product_at - 1].word.isalpha()
         ):
@@ -146,7 +153,8 @@ def versions(sentence: Sentence) -> list[Version]:
         capital = product_at > 0 and (product.text[:1].isupper() or product.text.isupper())
         # A setting of a version says so by its name ("minimum_chrome_version to 116").
         named_setting = "version" in setting
-        if not (dotted or operator or newer or least or capital or plus or named_setting):
+        kept = bool(_KEPT_SAID.search(head))  # "Postgres is pinned to 15"
+        if not (dotted or operator or newer or least or capital or plus or named_setting or kept):
             continue
         parts = _parts(text)
         kind = _OPERATORS.get(operator, "")
@@ -164,7 +172,6 @@ def versions(sentence: Sentence) -> list[Version]:
             low, high, pin = parts, _bump(parts, len(parts) - 1), plus != "+"
         span = sentence.span(product_at, index)
         required = least or exactly
-        kept = bool(_KEPT_SAID.search(head))
         found.append(Version(stem(product.word), low, high, pin, span, context, required, kept))
     return found
 

@@ -19,7 +19,7 @@ DISAGREE = [
     ("choice", "Background jobs are Sidekiq workers under app/workers.",
      "Background jobs are GoodJob jobs; there is no Redis in production."),
     ("choice", "Feature flags are managed with Unleash; every flag has an owner.",
-     "Feature flags are LaunchDarkly flags named after the ticket."),
+     "Feature flags are managed in LaunchDarkly, named after the ticket."),
     # the other names the tool only to deny it; a role in capitals; what is reached
     ("choice", "Product search is Meilisearch.", "Product search is OpenSearch, not Meilisearch."),
     ("choice", "Our CDN is Cloudflare.", "Our CDN is Fastly, with shielding in Frankfurt."),
@@ -35,6 +35,15 @@ DISAGREE = [
      "The workers run Ruby 3.3 since the last deploy."),
     ("version", "Our Postgres cluster is held at 14.10 until the extension audit is done.",
      "We upgraded to Postgres 16.2 last week."),
+]  # fmt: skip
+
+
+# Read once the review showed them missed.
+DISAGREE += [
+    ("polarity", "No Jenkins anymore: all pipelines run on GitHub Actions.",
+     "Release pipelines run on Jenkins."),
+    ("schedule", "The backup runs every single day.", "The backup runs weekly."),
+    ("version", "Postgres is pinned to 15.", "The Helm chart pins Postgres to 16."),
 ]  # fmt: skip
 
 
@@ -86,6 +95,32 @@ AGREE = [
      " merged change can take that long to sync.", "Don't expect an instant sync after merging:"
      " without a Git webhook, the controller only notices new commits on its three-minute"
      " refresh."),
+]  # fmt: skip
+
+
+# Readings that once called these conflicts (a review's pairs): what stacks, other ways of
+# filling a role, one product spelled twice, "on every X", what a "no X may be done" is
+# done with, a verb of its own in another scope, "no" before "when", a host and port, one
+# name in two layers' styles, a floor on how often, a client named after its language.
+AGREE += [
+    ("The backend is Django.", "The backend is deployed to Heroku."),
+    ("The frontend is built with React.", "The frontend is built with Vite."),
+    ("The API runs on Kubernetes.", "The API runs on AWS."),
+    ("All traffic goes through Cloudflare.", "All traffic goes through Envoy."),
+    ("The primary database is Postgres.", "The primary database is PostgreSQL."),
+    ("Only the release job may upload source maps to Sentry.",
+     "Source maps are uploaded to Sentry on every deployment."),
+    ("No secret may be stored in the repo.", "Secrets are stored in Vault, not in the repo."),
+    ("Never squash commits on the release branch.",
+     "We squash commits on feature branches before review."),
+    ("No downtime is expected when you run `kubectl rollout restart deploy/api`.",
+     "Run `kubectl rollout restart deploy/api` after changing the config map."),
+    ("Do not expose `localhost:9090` outside the dev container.",
+     "The dev container forwards `localhost:5173` for the Vite server."),
+    ("Database columns are snake_case, like `created_at`.",
+     "JSON fields are camelCase, like `createdAt`."),
+    ("Rotate the signing keys at least once a month.", "Rotate the signing keys weekly."),
+    ("The Python client is pinned to 1.4.", "The service runs on Python 3.12."),
 ]  # fmt: skip
 
 
