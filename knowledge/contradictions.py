@@ -211,7 +211,9 @@ def compare(
     when they are about the same thing: that cosine, or the share of words they share, at
     least ``similarity``; or a name, identifier, tool or version in common and at least
     NAMED; below NAMED, only versions of one product in two sentences alike in words. The
-    classes (knowledge.rules) read them sentence by sentence."""
+    classes (knowledge.rules, knowledge.exclusive, knowledge.polarity) read them sentence by
+    sentence; from NAMED on, a role each fills with a tool the other never names
+    (knowledge.roles) is read whatever else they share."""
     whole_a, whole_b = read(a), read(b)
     content_a, content_b = whole_a.content - common, whole_b.content - common
     shared = overlap(content_a, content_b)

@@ -4,13 +4,14 @@ Two sentences, one from each memory, are read side by side when they are about t
 thing (they share words that carry meaning, beside those the neighbourhood shares anyway).
 Each class reads them in its own way (knowledge.claims, knowledge.versions and
 knowledge.schedules read quantities, versions and schedules, compared here by ``measured``;
-knowledge.polarity reads prohibitions, denials, opposites and settings; here the rest):
+knowledge.polarity reads prohibitions, denials, opposites and settings; knowledge.exclusive
+"only X" against another thing in X's place; here naming):
 
-* **exclusivity**: "only X" against another thing in X's place ("also Y", "Y too");
 * **naming**: the same names start or end with something else, or follow another case
-  style (snake_case / camelCase);
-* **choice**: a declared change against a memory that still says the old thing, or one
-  prescribed thing swapped for another ("use pnpm" / "use npm"): knowledge.contradictions.
+  style (snake_case / camelCase), or patterns of names of other shapes;
+* **choice**: a declared change against a memory that still says the old thing, one
+  prescribed thing swapped for another ("use pnpm" / "use npm"), one role filled by two
+  tools: knowledge.contradictions and knowledge.roles.
 
 Each finding names its class, what it is about and the two spans that disagree (offsets in
 each memory's text), for a reviewer to see side by side.
