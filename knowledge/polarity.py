@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import re
 
-from knowledge.claims import Sentence
+from knowledge.claims import Sentence, root
 from knowledge.reading import STOPWORDS, stem, word_set
 from knowledge.rules import CHOICE, POLARITY, QUANTITY, Finding
 from knowledge.said import all_matches, first_match, name_like, shared, words_of
@@ -149,12 +149,13 @@ def polarity(a: Sentence, b: Sentence, words_b: frozenset[str]) -> Finding | Non
             first = (a.start + match.start(), a.tokens[last].end)
             return Finding(POLARITY, thing, first, (b.start, b.tokens[-1].end))
     # "no notebook may be committed with outputs" / "commit the notebooks with outputs"
+    affirmed: frozenset[str] | None = None
     for match in all_matches(_NONE_MAY_BE, a.text):
         thing, done = stem(match.group("thing").lower()), _verb(match.group("done").lower())
         # done in the other with what qualifies it ("with outputs"), and not denied in that
         # clause ("never commit", "stored in Vault, not in the repo"; "without rerunning" in
         # another clause denies nothing of it)
-        affirmed = _affirmed(b)
+        affirmed = _affirmed(b) if affirmed is None else affirmed
         if (
             thing in affirmed
             and _all_said(a, _token_at(a, a.start + match.end()), affirmed)
@@ -189,7 +190,7 @@ def _denied_clause(sentence: Sentence, at: int) -> bool:
     text, offset = sentence.text, sentence.tokens[at].start - sentence.start
     before = _CLAUSES.split(text[:offset])[-1]
     after = _CLAUSES.split(text[offset:], maxsplit=1)[0]
-    return any(word in _DENIERS for word in re.findall(r"[\w']+", (before + after).lower()))
+    return _denies(before + after)
 
 
 def _affirmed(sentence: Sentence) -> frozenset[str]:
@@ -198,9 +199,13 @@ def _affirmed(sentence: Sentence) -> frozenset[str]:
     return frozenset(
         stem(word)
         for clause in _CLAUSES.split(sentence.text)
-        if not any(word in _DENIERS for word in re.findall(r"[\w']+", clause.lower()))
+        if not _denies(clause)
         for word in re.findall(r"[a-z][\w-]*", clause.lower())
     )
+
+
+def _denies(clause: str) -> bool:
+    return any(word in _DENIERS for word in re.findall(r"[\w']+", clause.lower()))
 
 
 _CLAUSES = re.compile(r"[;,.:!?]|\s(?:so|because|since|but|while|unless|although)\s", re.I)
@@ -213,10 +218,9 @@ _NONE_MAY_BE = re.compile(
 
 
 def _verb(word: str) -> str:
-    """A verb however inflected, as "committed", "commits" and "commit" meet: its stem
-    without a final "e" or a doubled last letter."""
-    word = stem(word)
-    word = word[:-1] if word.endswith("e") and len(word) > 3 else word
+    """A verb however inflected, as "committed", "commits" and "commit" meet: its root
+    (knowledge.claims) without a doubled last letter."""
+    word = root(word)
     return word[:-1] if len(word) > 3 and word[-1] == word[-2] else word
 
 

@@ -5,6 +5,7 @@ a choice to make (knowledge.contradictions). Pure: text in, findings out."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -85,6 +86,12 @@ def _stems(phrase: str) -> frozenset[str]:
 def roles(text: str) -> list[Role]:
     """Each sentence that begins by saying what fills a role: a plain noun phrase, a verb
     that says "is" or "is kept in", and a name in capitals that fills it as a whole."""
+    return list(_roles(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _roles(text: str) -> tuple[Role, ...]:
+    """``roles``, read once per text: the walk compares a memory with several candidates."""
     found = []
     for sentence in split(text):
         match = _ROLE.match(sentence.text)
@@ -101,7 +108,7 @@ def roles(text: str) -> list[Role]:
         found.append(
             Role(role, way, name, (sentence.start, end), _stems(match.group("target") or ""))
         )
-    return found
+    return tuple(found)
 
 
 def _named(filler: Role, words: Words) -> bool:
@@ -115,8 +122,8 @@ def _named(filler: Role, words: Words) -> bool:
 def other_fillers(a: Words, b: Words) -> tuple[Role, Role] | None:
     """One role filled the same way by two names, each of which the other memory never
     says."""
-    for left in roles(a.text):
-        for right in roles(b.text):
+    for left in _roles(a.text):
+        for right in _roles(b.text):
             if (
                 left.same_role(right)
                 and not _named(left, b)

@@ -70,7 +70,7 @@ _DAY_NAME = (
 )
 _DAY_WORD = re.compile(_DAY_NAME)
 _ONCE = {"once": 1, "twice": 2, "thrice": 3}
-_ADVERBS = {"hourly": "hour", "daily": "day", "nightly": "night", "weekly": "week",
+_ADVERB_UNITS = {"hourly": "hour", "daily": "day", "nightly": "night", "weekly": "week",
             "monthly": "month"}  # fmt: skip
 # How many units "every" counts: "every other day" is every two.
 _EVERY_COUNT: dict[str, float | None] = {
@@ -156,7 +156,7 @@ def schedules(sentence: Sentence) -> list[Schedule]:
         times_a = _ONCE.get(words[-1]) or NUMBER_WORDS.get(words[0])
         if times_a is None and words[0].rstrip("x").isdigit():
             times_a = int(words[0].rstrip("x"))  # "6x a day"
-        unit = unit or _ADVERBS[adverb]
+        unit = unit or _ADVERB_UNITS[adverb]
         if times_a:
             period = _PERIODS[unit] / float(times_a)
             spans.append((sentence.start + match.start(), sentence.start + match.end()))
