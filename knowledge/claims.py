@@ -248,7 +248,9 @@ def quantities(sentence: Sentence) -> list[Quantity]:
             following = _word(tokens, index + 1 + whole)
             ordinal = following == "second" and _word(tokens, index + 2 + whole) in _COUNTED_NOUNS
             timed = following in UNITS and UNITS[following][0] == "time" and not ordinal
-            read = (1.0, "") if timed else None
+            # "twice a day", "six times an hour", "3x a week": how often, not how long
+            rate = re.fullmatch(r"once|twice|thrice|times|\d+x", previous)
+            read = (1.0, "") if timed and not rate else None
         if read is None or previous.startswith("#") or ":" in token.word:
             index += 1
             continue

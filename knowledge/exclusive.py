@@ -166,7 +166,7 @@ def inclusive(
     matchmaker alone") where ``b`` has any, every or another do it too ("anyone can merge",
     "the game server creates its own")."""
     only, more = first_match(_EXCLUSIVE, a.text), first_match(_INCLUSIVE, b.text)
-    if only is None or more is None or first_match(_EXCLUSIVE, b.text):
+    if only is None or first_match(_EXCLUSIVE, b.text):
         return None
     if first_match(_EXCEPT, a.text) or first_match(_EXCEPT, b.text):
         return None  # "all but X", "every one except X": the exception is said
@@ -187,15 +187,53 @@ def inclusive(
         and t.word not in STOPWORDS
     ][:4]
     said = [word for word in restricted if word in words_b]
-    if len(said) >= 2 and 2 * len(said) >= len(restricted):
+    # "only admins can delete" / "admins and editors can delete": who else, listed
+    others = _others_too(b, restricted, _acts(a.text, modal)) if modal and said else None
+    if not others and len(said) >= 2 and 2 * len(said) >= len(restricted):
         return None
-    if modal and said and len(said) == len(restricted):
+    if modal and said and len(said) == len(restricted) and not others:
         return None  # the same who ("the on-call engineer can page ... at any hour")
     if len(shared(words_a, words_b, common)) < 2:
+        return None
+    where = (more.start(), more.end()) if more else others
+    if where is None:
         return None
     return Finding(
         EXCLUSIVITY,
         " ".join(sorted(shared(words_a, words_b, common)))[:80],
         (a.start + only.start(), a.start + only.end()),
-        (b.start + more.start(), b.start + more.end()),
+        (b.start + where[0], b.start + where[1]),
     )
+
+
+def _acts(text: str, modal: re.Match[str]) -> str | None:
+    """The stem of the verb after a modal ("can delete", "may be approved")."""
+    verb = re.match(r"\s+(?:not\s+)?(?:be\s+)?([A-Za-z]+)", text[modal.end() :])
+    return stem(verb.group(1).lower()) if verb else None
+
+
+def _others_too(b: Sentence, restricted: list[str], act: str | None) -> tuple[int, int] | None:
+    """Where ``b`` lists who may do the same act (``act``, the verb after the modal), before
+    its modal, with another beside the one "only" allows ("any admin or editor can delete
+    projects" against "only admins can delete"; never "... can view projects")."""
+    modal = _MODAL.search(b.text)
+    if modal is None or act is None or _acts(b.text, modal) != act:
+        return None
+    who = b.text[: modal.start()]
+    items = [item.split() for item in re.split(r"\s*,\s*|\s+(?:and|or)\s+", who.strip())]
+    # each a noun phrase of at most two words after "any" or "the" ("admins, after a
+    # review, can": no list of who)
+    heads = [
+        stem(words[-1].lower())
+        for words in (
+            [word for word in item if word.lower() not in _WHO_ARTICLES] for item in items
+        )
+        if 0 < len(words) <= 2 and words[0].lower() not in STOPWORDS
+    ]
+    if len(heads) < 2 or len(heads) != len(items):
+        return None
+    listed = set(heads)
+    return (0, len(who.rstrip())) if listed & set(restricted) and listed - set(restricted) else None
+
+
+_WHO_ARTICLES = word_set("any every all the a an our")

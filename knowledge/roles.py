@@ -39,6 +39,13 @@ _ROLE = re.compile(
     rf"(?:\s+{_ROLE_WORD}){{0,3}}?)\s+(?:{_FILLED})\s+(?:(?:a|an|the)\s+)?"
     r"(?P<name>[A-Z][\w.-]*(?:\s+[A-Z][\w.-]*){0,2})(?P<after>.{0,12})"
 )
+# Where a team keeps a role's things, said mid-sentence: "we keep feature flags in
+# LaunchDarkly", "we store uploads in S3" (what "feature flags live in Unleash" says).
+_KEPT = re.compile(
+    rf"^(?:[Ww]e|[Tt]he\s+team)\s+(?:keep|store|put)\s+(?:(?:the|our|all)\s+)?"
+    rf"(?P<role>{_ROLE_WORD}(?:\s+{_ROLE_WORD}){{0,3}}?)\s+in\s+(?:(?:a|an|the)\s+)?"
+    r"(?P<name>[A-Z][\w.-]*(?:\s+[A-Z][\w.-]*){0,2})(?P<after>.{0,12})"
+)
 _ARTICLES = word_set("the our all a an")
 # Not tools: a scope, a pronoun, a day or a month, a format, a protocol or a standard
 # ("timestamps are UTC", "... are ISO-8601 strings", "the bus is AMQP 0-9-1").
@@ -94,20 +101,19 @@ def _roles(text: str) -> tuple[Role, ...]:
     """``roles``, read once per text: the walk compares a memory with several candidates."""
     found = []
     for sentence in split(text):
-        match = _ROLE.match(sentence.text)
+        match = _ROLE.match(sentence.text) or _KEPT.match(sentence.text)
         if not match or _PARTLY.match(match.group("after")):
             continue
         name = match.group("name").rstrip(".-")
         if name.lower() in _NOT_NAMES or name.split()[0].lower() in _FORMATS:
             continue
-        way = next(way for way in _WAYS if match.group(way))
+        way = next((way for way in _WAYS if match.re is _ROLE and match.group(way)), "is")
         role = _stems(match.group("role"))
         if not role or role <= STOPWORDS:
             continue
         end = sentence.start + len(sentence.text.rstrip())
-        found.append(
-            Role(role, way, name, (sentence.start, end), _stems(match.group("target") or ""))
-        )
+        target = match.group("target") if match.re is _ROLE else None
+        found.append(Role(role, way, name, (sentence.start, end), _stems(target or "")))
     return tuple(found)
 
 

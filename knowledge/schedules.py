@@ -181,7 +181,11 @@ def schedules(sentence: Sentence) -> list[Schedule]:
         lowered,
     ):
         first, last = match.groups()
-        if match.group(0).strip() in ("mon", "sun", "sat") and not match.group(0).startswith("on"):
+        # "mon", "sun" and "sat" are days only after "on", "every" or "each" ("every Mon")
+        if match.group(0).strip() in ("mon", "sun", "sat") and not (
+            match.group(0).startswith("on")
+            or re.search(r"\b(?:every|each)\s+$", lowered[: match.start()])
+        ):
             continue
         # "Sunday's data", "Monday dashboards": a day that says which, not when
         following = re.match(r"(?:'s|\u2019s)|\s+([a-z]+)", lowered[match.end() :])

@@ -47,6 +47,19 @@ DISAGREE += [
 ]  # fmt: skip
 
 
+# Who else is listed beside the one "only" allows; a role kept somewhere mid-sentence; a
+# day's short name after "every".
+DISAGREE += [
+    ("exclusivity", "Only owners can archive a workspace.",
+     "Any owner or admin can archive a workspace."),
+    ("exclusivity", "Only staff engineers may approve schema migrations.",
+     "Staff engineers and team leads may approve schema migrations."),
+    ("choice", "We keep customer invoices in Stripe.", "Customer invoices live in Chargebee."),
+    ("schedule", "The digest mailer runs every Sat at 07:30.",
+     "The digest mailer runs every Thursday at 07:30."),
+]  # fmt: skip
+
+
 @pytest.mark.parametrize(("klass", "a", "b"), DISAGREE)
 def test_a_role_or_a_requirement_that_disagrees_is_a_possible_conflict(klass, a, b):
     for first, second in ((a, b), (b, a)):
@@ -121,6 +134,18 @@ AGREE += [
      "JSON fields are camelCase, like `createdAt`."),
     ("Rotate the signing keys at least once a month.", "Rotate the signing keys weekly."),
     ("The Python client is pinned to 1.4.", "The service runs on Python 3.12."),
+]  # fmt: skip
+
+
+# How often, not how long ("twice a day" is no day); the same who with a clause after it;
+# the same tool kept in other words; "sun" that is no day.
+AGREE += [
+    ("The index rebuild runs twice a day.", "The index rebuild runs every 12 hours."),
+    ("Ping the health endpoint 4x an hour.", "Ping the health endpoint every 15 minutes."),
+    ("Only owners can archive a workspace.",
+     "Owners, after a confirmation, can archive a workspace."),
+    ("We keep customer invoices in Stripe.", "Customer invoices live in Stripe Billing."),
+    ("The sun sets the tone on Mon mornings.", "The digest mailer runs every Thursday."),
 ]  # fmt: skip
 
 
