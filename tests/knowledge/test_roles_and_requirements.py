@@ -57,6 +57,7 @@ DISAGREE += [
     ("choice", "We keep customer invoices in Stripe.", "Customer invoices live in Chargebee."),
     ("schedule", "The digest mailer runs every Sat at 07:30.",
      "The digest mailer runs every Thursday at 07:30."),
+    ("choice", "The ingest service is Kotlin.", "The ingest service is Rust 1.79."),
 ]  # fmt: skip
 
 
@@ -138,7 +139,7 @@ AGREE += [
 
 
 # How often, not how long ("twice a day" is no day); the same who with a clause after it;
-# the same tool kept in other words; "sun" that is no day.
+# the same tool kept in other words; "sun" that is no day; a language and a framework.
 AGREE += [
     ("The index rebuild runs twice a day.", "The index rebuild runs every 12 hours."),
     ("Ping the health endpoint 4x an hour.", "Ping the health endpoint every 15 minutes."),
@@ -146,6 +147,8 @@ AGREE += [
      "Owners, after a confirmation, can archive a workspace."),
     ("We keep customer invoices in Stripe.", "Customer invoices live in Stripe Billing."),
     ("The sun sets the tone on Mon mornings.", "The digest mailer runs every Thursday."),
+    # a language and what is built in it
+    ("The ingest service is Kotlin.", "The ingest service is Ktor 2 behind Envoy."),
 ]  # fmt: skip
 
 
