@@ -206,16 +206,24 @@ def inclusive(
     )
 
 
-def _acts(text: str, modal: re.Match[str]) -> str | None:
-    """The stem of the verb after a modal ("can delete", "may be approved")."""
+def _acts(text: str, modal: re.Match[str]) -> tuple[str, ...] | None:
+    """The stems of the verb after a modal and of the first word that carries meaning after
+    it: the act and what it is done to ("can delete projects", "may tag a release")."""
     verb = re.match(r"\s+(?:not\s+)?(?:be\s+)?([A-Za-z]+)", text[modal.end() :])
-    return stem(verb.group(1).lower()) if verb else None
+    if verb is None:
+        return None
+    after = re.findall(r"[A-Za-z][\w-]*", text[modal.end() + verb.end() :])
+    done_to = next((word.lower() for word in after if word.lower() not in STOPWORDS), "")
+    return stem(verb.group(1).lower()), stem(done_to)
 
 
-def _others_too(b: Sentence, restricted: list[str], act: str | None) -> tuple[int, int] | None:
-    """Where ``b`` lists who may do the same act (``act``, the verb after the modal), before
-    its modal, with another beside the one "only" allows ("any admin or editor can delete
-    projects" against "only admins can delete"; never "... can view projects")."""
+def _others_too(
+    b: Sentence, restricted: list[str], act: tuple[str, ...] | None
+) -> tuple[int, int] | None:
+    """Where ``b`` lists who may do the same act to the same thing (``act``, ``_acts``),
+    before its modal, with another beside the one "only" allows ("any admin or editor can
+    delete projects" against "only admins can delete projects"; never "... can view
+    projects" nor "... can delete comments")."""
     modal = _MODAL.search(b.text)
     if modal is None or act is None or _acts(b.text, modal) != act:
         return None

@@ -145,6 +145,7 @@ AGREE += [
     ("Ping the health endpoint 4x an hour.", "Ping the health endpoint every 15 minutes."),
     ("Only owners can archive a workspace.",
      "Owners, after a confirmation, can archive a workspace."),
+    ("Only owners can archive a workspace.", "Owners and admins can archive files in a workspace."),
     ("We keep customer invoices in Stripe.", "Customer invoices live in Stripe Billing."),
     ("The sun sets the tone on Mon mornings.", "The digest mailer runs every Thursday."),
     # a language and what is built in it
