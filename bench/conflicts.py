@@ -21,8 +21,8 @@ detection knows them. bench/conflicts/holdout.jsonl holds further pairs in the s
 projects not in pairs.jsonl: it is measured (pass it as the file) but never tuned against.
 blind.jsonl to blind5.jsonl were each written by a reader who had never seen the detection
 (four projects of other kinds each), measured once as they came, then read for what the
-rules missed (docs/contradictions.md gives both figures). adversarial.jsonl and
-adversarial2.jsonl hold reviewers' pairs aimed at each reading of the rules, labelled only
+rules missed (docs/contradictions.md gives both figures). adversarial.jsonl to
+adversarial3.jsonl hold reviewers' pairs aimed at each reading of the rules, labelled only
 conflict or not (their "compatible" pairs include the same claim said two ways, so their
 repeat columns say nothing).
 """
