@@ -51,9 +51,9 @@ class NameField(StrictCharField):
     default_error_messages = {"name": NAME_RULE}
 
     def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("validators", []).append(
-            RegexValidator(f"{NAME_PATTERN}|^$", message=NAME_RULE)
-        )
+        # (a blank category is taken before validators run: its pattern must not take ""
+        # too, or the schema offers "" twice and ``oneOf`` refuses it)
+        kwargs.setdefault("validators", []).append(RegexValidator(NAME_PATTERN, message=NAME_RULE))
         super().__init__(trim_whitespace=False, **kwargs)
 
     def run_validation(self, data: Any = serializers.empty) -> Any:

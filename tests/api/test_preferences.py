@@ -42,13 +42,18 @@ def test_set_read_change_delete_one_preference(agent, project):
     assert changed.status_code == 200
     assert changed.json()["category"] == "style"
     assert changed.json()["value"] == {"answers": "de", "code": "en"}
+    # A blank category takes it away (as the schema offers "").
+    blank = agent.put(
+        pref(project, "u-42", "language"), {"value": {}, "category": ""}, format="json"
+    )
+    assert (blank.status_code, blank.json()["category"]) == (200, "")
     assert agent.delete(pref(project, "u-42", "language")).status_code == 204
     assert agent.get(pref(project, "u-42", "language")).status_code == 404
     assert agent.delete(pref(project, "u-42", "language")).status_code == 404
     history = agent.get(pref(project, "u-42", "language", "history")).json()
-    assert [e["action"] for e in history] == ["delete", "set", "set"]
-    assert history[1]["changes"]["value"] == ["de", {"answers": "de", "code": "en"}]
-    assert history[2]["actor"] == "api-key:agent"
+    assert [e["action"] for e in history] == ["delete", "set", "set", "set"]
+    assert history[2]["changes"]["value"] == ["de", {"answers": "de", "code": "en"}]
+    assert history[3]["actor"] == "api-key:agent"
 
 
 def test_setting_the_same_value_again_changes_nothing(agent, project):
