@@ -93,7 +93,7 @@ FRACTIONS = {"half": 0.5, "quarter": 0.25, "quarters": 0.25}
 _MULTIPLES = {"k": 1000.0, "m": 1e6}
 # Unit words and suffixes: (dimension, factor to the dimension's base).
 UNITS: dict[str, tuple[str, float]] = {
-    **dict.fromkeys(["ms", "msec", "millisecond", "milliseconds"], ("time", 0.001)),
+    **dict.fromkeys(["ms", "msec", "millis", "millisecond", "milliseconds"], ("time", 0.001)),
     **dict.fromkeys(["s", "sec", "secs", "second", "seconds"], ("time", 1.0)),
     **dict.fromkeys(["min", "mins", "minute", "minutes"], ("time", 60.0)),
     # "m" is minutes or metres: read as the other side's (``same_quantity``).
@@ -289,11 +289,13 @@ def quantities(sentence: Sentence) -> list[Quantity]:
             if rest[:1] == ["per"] and len(rest) > 1 and rest[1] in UNITS:
                 per = UNITS[rest[1]]
                 dimension, factor, last = f"{dimension}/{per[0]}", factor / per[1], last + 2
-        elif unit == "x":
-            dimension, factor = "ratio", 1.0  # "0.1x the peak", "2x"
+        elif unit == "x" and _word(tokens, last + 1) not in _PER:
+            dimension, factor = "ratio", 1.0  # "0.1x the peak", "2x"; "3x a week" is how often
         elif unit:
             index += 1
             continue  # 3.11a1, 2fa: not a measure
+        elif _named_unit(setting := _setting(tokens, index)) and _assigned(sentence, token):
+            dimension, factor = UNITS[_named_unit(setting)]  # "TTL_SECS=86400"
         else:
             what = "attempt" if limit else _counted(sentence, index, last, scaled=bool(suffix))
             if what is None or (value >= 1900 and value <= 2100 and value.is_integer()):
@@ -326,7 +328,7 @@ def quantities(sentence: Sentence) -> list[Quantity]:
                 frozenset(subject),
                 sentence.span(index, last),
                 frozenset(anchor),
-                _setting(tokens, index),
+                _setting(tokens, index).lower(),
                 modifies,
             )
         )
@@ -368,7 +370,26 @@ def _setting(tokens: tuple[Token, ...], index: int) -> str:
     if at < 0 or not re.fullmatch(r"[A-Za-z][\w.]*[A-Za-z]", tokens[at].text):
         return ""
     name = tokens[at].text
-    return name.lower() if "_" in name or "." in name or re.search(r"[a-z][A-Z]", name) else ""
+    return name if "_" in name or "." in name or re.search(r"[a-z][A-Z]", name) else ""
+
+
+# The unit a setting's name ends in, an amount's ("TTL_SECS=86400", "timeoutMs: 500",
+# "MAX_UPLOAD_MB=25"), never a point in time's ("BACKUP_HOUR=3") nor a bound ("POOL_MIN").
+_AMOUNTS = word_set(
+    "ms msec millis sec secs seconds mins minutes hrs hours days weeks bytes kb mb gb"
+)
+
+
+def _assigned(sentence: Sentence, token: Token) -> bool:
+    """A value given to a setting ("TTL_SECS=86400", "timeoutMs: 500"), not an argument
+    ("Duration.ofSeconds(8)")."""
+    before = sentence.text[: token.start - sentence.start].rstrip(" \"'")
+    return before.endswith(("=", ":")) or bool(re.search(r"\b(?:is|to)$", before))
+
+
+def _named_unit(setting: str) -> str:
+    last = NAME_PARTS.split(setting)[-1].lower() if setting else ""
+    return last if last in _AMOUNTS else ""
 
 
 def _word(tokens: tuple[Token, ...], index: int) -> str:
@@ -437,64 +458,3 @@ _same_count = {
     "entry": "item", "call": "request", "attempt": "attempt", "connection": "connection",
     "conn": "connection",
 }  # fmt: skip
-
-
-def _as(quantity: Quantity, other: Quantity) -> tuple[str, float]:
-    """A quantity in "m" read as the other side's measure: minutes beside a time, metres
-    beside a length; a count beside the same count per a thing its words name ("batch
-    size is 1024 sequences" / "a batch of 512 sequences")."""
-    dimension, per = other.dimension.rpartition("/")[::2]
-    if dimension == quantity.dimension and dimension.startswith("count:"):
-        return (
-            (other.dimension, quantity.value)
-            if per in quantity.subject
-            else (quantity.dimension, quantity.value)
-        )
-    if quantity.dimension != "m":
-        return quantity.dimension, quantity.value
-    if other.dimension == "time":
-        return "time", quantity.value * 60
-    if other.dimension == "length":
-        return "length", quantity.value
-    return "m", quantity.value
-
-
-def same_quantity(
-    a: Quantity, b: Quantity, *, aligned: bool = False, close: bool = False, related: bool = False
-) -> bool:
-    """The same measure of the same thing, with values that differ: a count of the same
-    thing (in sentences with words in common, ``related``), or a measure whose nearest words
-    (what it measures) one side shares with the other's; ``aligned``, two sentences with
-    much in common, says so too, and so do two words around the numbers in common between
-    memories about the same thing (``close``)."""
-    (dimension_a, value_a), (dimension_b, value_b) = _as(a, b), _as(b, a)
-    # two settings are two things ("warn_after" / "error_after", "redis.timeout" /
-    # "http.timeout"), unless one names the other in full ("SessionPolicy.IDLE_TIMEOUT" /
-    # "IDLE_TIMEOUT")
-    if dimension_a != dimension_b or (
-        a.setting and b.setting and not same_name(a.setting, b.setting)
-    ):
-        return False
-    if a.modifies or b.modifies:
-        # "a 24-hour format" is about a format, not "the last 12 hours"
-        return any(q.modifies and q.anchor & (o.subject | o.anchor) for q, o in ((a, b), (b, a)))
-    if abs(value_a - value_b) <= 0.01 * max(abs(value_a), abs(value_b)):
-        return False
-    if dimension_a.startswith("count:"):
-        return aligned or related or bool(a.subject & b.subject)
-    return (
-        aligned
-        or bool(a.anchor & b.subject)
-        or bool(b.anchor & a.subject)
-        or (close and len(a.subject & b.subject) >= 2)
-    )
-
-
-def same_name(a: str, b: str) -> bool:
-    """One name, or one that ends the other ("IDLE_TIMEOUT" / "SessionPolicy.IDLE_TIMEOUT")."""
-    return a == b or a.endswith("." + b) or b.endswith("." + a)
-
-
-def same_value(a: Quantity, b: Quantity) -> bool:
-    (dimension_a, value_a), (dimension_b, value_b) = _as(a, b), _as(b, a)
-    return dimension_a == dimension_b and abs(value_a - value_b) <= 0.01 * max(value_a, value_b)

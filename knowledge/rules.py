@@ -21,18 +21,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from knowledge import schedules, versions
-from knowledge.claims import (
-    EXTENSIONS,
-    NAME_PARTS,
-    Quantity,
-    Sentence,
-    same_name,
-    same_quantity,
-    same_value,
-)
+from knowledge.claims import EXTENSIONS, NAME_PARTS, Quantity, Sentence
+from knowledge.measures import same_name, same_quantity, same_value
 from knowledge.reading import STOPWORDS, stem, word_set
 from knowledge.said import Read, Said, all_matches, shared
 from knowledge.scopes import TIME_SCOPES
@@ -349,6 +342,11 @@ def measured(
             for q in (memory.quantities if memory else ())
         )
 
+    if memories:
+        # a value its memory gives a setting too restates that setting ("the reminder goes
+        # out a day before" beside `REMINDER_LEAD_HOURS = 24`)
+        left_all = [_restating(q, memories[0]) for q in left_all]
+        right_all = [_restating(q, memories[1]) for q in right_all]
     for left_q in left_all:
         if agreed(left_q, right_all, memories[1] if memories else None):
             continue
@@ -360,3 +358,11 @@ def measured(
                 found.append(Finding(QUANTITY, about, left_q.span, right_q.span))
                 break
     return found
+
+
+def _restating(quantity: Quantity, memory: Read) -> Quantity:
+    """``quantity`` with the setting its memory gives the same value, if it names none."""
+    if quantity.setting:
+        return quantity
+    named = (q.setting for q in memory.quantities if q.setting and same_value(quantity, q))
+    return replace(quantity, setting=next(named, ""))

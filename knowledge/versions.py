@@ -151,6 +151,11 @@ def versions(sentence: Sentence) -> list[Version]:
         exactly = bool(_EXACTLY_SAID.search(head))
         # A capitalised name, not the capital that starts the sentence ("Add 0.12 ...").
         capital = product_at > 0 and (product.text[:1].isupper() or product.text.isupper())
+        if "_" in product.text and "version" not in product.word and not dotted:
+            # a setting given a number, not a version: `REMINDER_LEAD_HOURS = 24`, `MAX_RETRIES
+            # = 5` (unless its name says so: `NODE_VERSION = 20`)
+            operator = "" if operator in ("=", "==") else operator
+            capital = False
         # A setting of a version says so by its name ("minimum_chrome_version to 116").
         named_setting = "version" in setting
         kept = bool(_KEPT_SAID.search(head))  # "Postgres is pinned to 15"

@@ -53,6 +53,16 @@ READINGS = [
     # a fraction measures only with a unit
     ("Half the workers restart nightly.", []),
     ("Revenue is reported every quarter.", []),
+    # how often is no duration: "a day" in "twice a day"
+    ("The index rebuild runs twice a day.", []),
+    ("Sync the mirror 3x a week.", []),
+    # the unit a setting's name ends in, for the value given to it
+    ("Thumbnails are cached with `THUMB_CACHE_TTL_SECS=7200`.", [("time", 2 * HOUR)]),
+    ("The gateway sets `upstreamTimeoutMs: 2500`.", [("time", 2.5)]),
+    ("Uploads are refused above `MAX_UPLOAD_MB=25`.", [("size", 25 * 1024.0**2)]),
+    # a point in time or a bound by its name, or an argument, is no amount of the unit
+    ("The backup starts at `BACKUP_START_HOUR=3`.", []),
+    ("The handler waits `Duration.ofSeconds(8)` at most.", []),
 ]
 
 

@@ -58,6 +58,11 @@ DISAGREE += [
     ("schedule", "The digest mailer runs every Sat at 07:30.",
      "The digest mailer runs every Thursday at 07:30."),
     ("choice", "The ingest service is Kotlin.", "The ingest service is Rust 1.79."),
+    # the unit a setting's name ends in; a setting given a number is no version
+    ("quantity", "The thumbnail cache is set with `THUMB_CACHE_TTL_SECS=7200`.",
+     "The thumbnail cache keeps entries for a day."),
+    ("quantity", "Set `WEBHOOK_MAX_ATTEMPTS = 5` for the webhook sender.",
+     "Set `WEBHOOK_MAX_ATTEMPTS = 8` for the webhook sender."),
 ]  # fmt: skip
 
 
@@ -139,7 +144,8 @@ AGREE += [
 
 
 # How often, not how long ("twice a day" is no day); the same who with a clause after it;
-# the same tool kept in other words; "sun" that is no day; a language and a framework.
+# the same tool kept in other words; "sun" that is no day; a language and a framework;
+# amounts by a setting's unit.
 AGREE += [
     ("The index rebuild runs twice a day.", "The index rebuild runs every 12 hours."),
     ("Ping the health endpoint 4x an hour.", "Ping the health endpoint every 15 minutes."),
@@ -150,6 +156,11 @@ AGREE += [
     ("The sun sets the tone on Mon mornings.", "The digest mailer runs every Thursday."),
     # a language and what is built in it
     ("The ingest service is Kotlin.", "The ingest service is Ktor 2 behind Envoy."),
+    # the same amount by a setting's unit; a value that restates its memory's own setting
+    ("The thumbnail cache is set with `THUMB_CACHE_TTL_SECS=7200`.",
+     "The thumbnail cache keeps entries for two hours."),
+    ("`INVITE_EXPIRY_DAYS = 7`: an invite link stops working a week after it is sent.",
+     "`INVITE_RESEND_DAYS = 2` is how long we wait before resending an unanswered invite link."),
 ]  # fmt: skip
 
 
@@ -200,3 +211,12 @@ def test_every_other_one_is_anyone_else_and_every_other_week_how_often():
     assert against("Every other maintainer tags production releases from a laptop.") is not None
     assert against("Every other week a maintainer tags production releases.") is None
     assert against("Every release, production releases are tagged from a laptop.") is None
+
+
+def test_a_setting_given_a_number_is_no_version_unless_its_name_says_so():
+    retries = compare("Set `WEBHOOK_MAX_ATTEMPTS = 5` for the webhook sender.",
+                      "Set `WEBHOOK_MAX_ATTEMPTS = 8` for the webhook sender.")  # fmt: skip
+    assert retries.evidence["classes"] == ["quantity"]
+    node = compare("Set `NODE_VERSION = 20` in the CI image.",
+                   "Set `NODE_VERSION = 22` in the CI image.")  # fmt: skip
+    assert node.evidence["class"] == "version"
