@@ -297,7 +297,8 @@ def quantities(sentence: Sentence) -> list[Quantity]:
         elif _named_unit(setting := _setting(tokens, index)) and _assigned(sentence, token):
             dimension, factor = UNITS[_named_unit(setting)]  # "TTL_SECS=86400"
         else:
-            what = "attempt" if limit else _counted(sentence, index, last, scaled=bool(suffix))
+            attempts = limit or _ATTEMPTS.search(setting)  # `MaxDeliveryCount = 10`
+            what = "attempt" if attempts else _counted(sentence, index, last, scaled=bool(suffix))
             if what is None or (value >= 1900 and value <= 2100 and value.is_integer()):
                 index = last + 1
                 continue
@@ -352,9 +353,13 @@ def _limit(tokens: tuple[Token, ...], index: int) -> tuple[float, str] | None:
     counted = [_word(tokens, index + 1), _word(tokens, index + 2)]
     if (
         index < 2
-        or tokens[index - 1].word != "the"
+        or tokens[index - 1].word not in ("the", "its", "their")
         or tokens[index - 2].word not in _UNTIL
-        or not any(_same_count.get(root(noun)) == "attempt" for noun in counted)
+        # "... after the third failed delivery": what failed was an attempt
+        or not (
+            any(_same_count.get(root(noun)) == "attempt" for noun in counted)
+            or counted[0] == "failed"
+        )
     ):
         return None
     if word in ORDINALS:
@@ -385,6 +390,11 @@ def _assigned(sentence: Sentence, token: Token) -> bool:
     ("Duration.ofSeconds(8)")."""
     before = sentence.text[: token.start - sentence.start].rstrip(" \"'")
     return before.endswith(("=", ":")) or bool(re.search(r"\b(?:is|to)$", before))
+
+
+# A setting that caps attempts by its name: `max_retries`, `MaxDeliveryCount`,
+# `maxReceiveCount`, `MAX_ATTEMPTS`.
+_ATTEMPTS = re.compile(r"^(?=.*max).*(?:attempt|retr|tries|deliver|receive)", re.I)
 
 
 def _named_unit(setting: str) -> str:

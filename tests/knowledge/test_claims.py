@@ -63,6 +63,10 @@ READINGS = [
     # a point in time or a bound by its name, or an argument, is no amount of the unit
     ("The backup starts at `BACKUP_START_HOUR=3`.", []),
     ("The handler waits `Duration.ofSeconds(8)` at most.", []),
+    # what failed is an attempt; a setting that caps attempts by its name counts them
+    ("Messages dead-letter after the fourth failed delivery.", [("count:attempt", 4.0)]),
+    ("The queue sets `maxReceiveCount: 6`.", [("count:attempt", 6.0)]),
+    ("On the second failed login we show a captcha.", []),
 ]
 
 

@@ -63,6 +63,8 @@ DISAGREE += [
      "The thumbnail cache keeps entries for a day."),
     ("quantity", "Set `WEBHOOK_MAX_ATTEMPTS = 5` for the webhook sender.",
      "Set `WEBHOOK_MAX_ATTEMPTS = 8` for the webhook sender."),
+    ("quantity", "The billing queue sets `maxReceiveCount: 6` before a message is parked.",
+     "A billing queue message is parked after its second failed delivery."),
 ]  # fmt: skip
 
 
