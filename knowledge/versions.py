@@ -33,7 +33,7 @@ _PRODUCT_SKIP = word_set(
     "to on at is was be version versions v from of the a an with in for runs run uses use "
     "using require requires required support supports pinned pin pins at least minimum min "
     "newer ready this that it stay stays stayed held hold holds locked lock keep kept remain "
-    "remains needs need"
+    "remains needs need constrained constrain constrains limited capped restricted"
 )
 # A part that is a product of its own, not the noun a name qualifies: "the Python client
 # is pinned to 1.4" is the client's version, "the Kotlin compiler" Kotlin's.

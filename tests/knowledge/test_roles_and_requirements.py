@@ -63,6 +63,8 @@ DISAGREE += [
      "The thumbnail cache keeps entries for a day."),
     ("quantity", "Set `WEBHOOK_MAX_ATTEMPTS = 5` for the webhook sender.",
      "Set `WEBHOOK_MAX_ATTEMPTS = 8` for the webhook sender."),
+    ("version", "Helm is constrained to `>= 3.12, < 4.0` on every runner.",
+     "The runners need Helm 4.1 for the new chart format."),
     ("quantity", "The billing queue sets `maxReceiveCount: 6` before a message is parked.",
      "A billing queue message is parked after its second failed delivery."),
 ]  # fmt: skip
@@ -158,6 +160,9 @@ AGREE += [
     ("The sun sets the tone on Mon mornings.", "The digest mailer runs every Thursday."),
     # a language and what is built in it
     ("The ingest service is Kotlin.", "The ingest service is Ktor 2 behind Envoy."),
+    # a version inside a range that is constrained by two bounds
+    ("Helm is constrained to `>= 3.12, < 4.0` on every runner.",
+     "The runners use Helm 3.14.2 for every chart."),
     # the same amount by a setting's unit; a value that restates its memory's own setting
     ("The thumbnail cache is set with `THUMB_CACHE_TTL_SECS=7200`.",
      "The thumbnail cache keeps entries for two hours."),
