@@ -319,6 +319,12 @@ def quantities(sentence: Sentence) -> list[Quantity]:
                     # "5000 rows per batch" counts batches' rows, not a table's
                     dimension = f"{dimension}/{root(after)}"
                     break
+        if (
+            dimension == "time"
+            and _word(tokens, last + 1) in ("before", "ahead", "prior")
+            and root(previous) not in _WAITS
+        ):
+            dimension = "lead"  # "3 days before the trial ends": how early, not how long
         subject = _around(sentence, index, last)
         modifies = "-" in token.word and bool(suffix) and meaningful(_word(tokens, last + 1))
         anchor = _around(sentence, index, last, *((0, 2, (0, 2)) if modifies else (5, 3, (2, 1))))
@@ -338,6 +344,8 @@ def quantities(sentence: Sentence) -> list[Quantity]:
 
 
 _UNTIL = word_set("after until till past beyond")
+# "waits up to two minutes before giving up": a wait, not how early
+_WAITS = word_set("wait waits waited sleep sleeps paus delay idl for to")
 ORDINALS = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
     "eighth": 8, "ninth": 9, "tenth": 10,

@@ -65,6 +65,11 @@ DISAGREE += [
      "Set `WEBHOOK_MAX_ATTEMPTS = 8` for the webhook sender."),
     ("version", "Helm is constrained to `>= 3.12, < 4.0` on every runner.",
      "The runners need Helm 4.1 for the new chart format."),
+    # how early against how early; a wait before an event is how long
+    ("quantity", "TLS certificates are renewed 30 days before expiry.",
+     "TLS certificates are renewed 10 days before they expire."),
+    ("quantity", "The export worker gives up on the bucket after 30 seconds.",
+     "The export worker waits up to two minutes before giving up on the bucket."),
     ("quantity", "The billing queue sets `maxReceiveCount: 6` before a message is parked.",
      "A billing queue message is parked after its second failed delivery."),
 ]  # fmt: skip
@@ -160,6 +165,8 @@ AGREE += [
     ("The sun sets the tone on Mon mornings.", "The digest mailer runs every Thursday."),
     # a language and what is built in it
     ("The ingest service is Kotlin.", "The ingest service is Ktor 2 behind Envoy."),
+    # how early is not how long ("5 days before the trial ends" / "trials last 21 days")
+    ("Free trials last 21 days.", "The upgrade banner shows 5 days before the free trial ends."),
     # a version inside a range that is constrained by two bounds
     ("Helm is constrained to `>= 3.12, < 4.0` on every runner.",
      "The runners use Helm 3.14.2 for every chart."),
