@@ -394,7 +394,9 @@ def _denied_names(
     # About the same thing beyond the name: two more words in common, or one beside an
     # identifier of code (finalize_invoice, allowsBackgroundLocationUpdates) or the program
     # of a command the other runs (`uv sync`), which name one thing only.
-    context = (whole_a.content & whole_b.content) - names - common
+    # (a name in common is one written as a name on both sides: "vault" beside "HashiCorp
+    # Vault" is a word in common, the denied "ansible-vault" never)
+    context = (whole_a.content & whole_b.content) - (whole_a.specific & whole_b.specific) - common
     if not context:
         return found
     code = tools.identifiers(whole_a.text) | tools.identifiers(whole_b.text)
@@ -404,7 +406,7 @@ def _denied_names(
             for word in sorted(
                 polarity.denied(denier.text) & other.asserted & names - other.negated
             )
-            if (len(context) >= 2 or word in code or word in tools.commands(other))
+            if (len(context - {word}) >= 2 or word in code or word in tools.commands(other))
             and _relied_on(other.text, word)
         ]
         if denied:

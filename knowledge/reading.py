@@ -250,8 +250,15 @@ def stems(text: str) -> frozenset[str]:
 @lru_cache(maxsize=1024)
 def read(text: str) -> Words:
     spelled = _spelled_out(text)
-    raw = _WORD.findall(spelled)
+    found = list(_WORD.finditer(spelled))
+    raw = [match.group() for match in found]
     tokens = tuple(token.lower() for token in raw)
+    # the words that open a sentence: a capital there says nothing of a name
+    opening = {0} | {
+        index
+        for index in range(1, len(found))
+        if re.search(r"[.!?:;]\s|\n", spelled[found[index - 1].end() : found[index].start()] + " ")
+    }
     content: set[str] = set()
     specific: set[str] = set()
     negated: set[str] = set()
@@ -289,7 +296,7 @@ def read(text: str) -> Words:
         if token in STOPWORDS or word in STOPWORDS:
             continue
         content.add(word)
-        proper = original[:1].isupper() and index and tokens[index - 1] not in ".!?:;"
+        proper = original[:1].isupper() and index not in opening
         if is_specific(token) or _CAMEL.search(original) or proper:
             specific.add(word)
             for name, value in _INNER_NUMBER.findall(token):

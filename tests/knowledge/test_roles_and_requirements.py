@@ -8,6 +8,7 @@ import pytest
 from knowledge import exclusive
 from knowledge.claims import split
 from knowledge.contradictions import CONFLICT
+from knowledge.reading import read
 from knowledge.roles import roles
 from knowledge.said import Read, sentence_words
 from tests.knowledge.test_contradictions import compare
@@ -65,6 +66,9 @@ DISAGREE += [
      "Set `WEBHOOK_MAX_ATTEMPTS = 8` for the webhook sender."),
     ("version", "Helm is constrained to `>= 3.12, < 4.0` on every runner.",
      "The runners need Helm 4.1 for the new chart format."),
+    # a tool denied where the other relies on it, a word in common written as a name by one
+    ("polarity", "Secrets for the vault role are encrypted with git-crypt.",
+     "We don't use git-crypt. Secrets are read from HashiCorp Vault at deploy time."),
     # how early against how early; a wait before an event is how long
     ("quantity", "TLS certificates are renewed 30 days before expiry.",
      "TLS certificates are renewed 10 days before they expire."),
@@ -234,3 +238,9 @@ def test_a_setting_given_a_number_is_no_version_unless_its_name_says_so():
     node = compare("Set `NODE_VERSION = 20` in the CI image.",
                    "Set `NODE_VERSION = 22` in the CI image.")  # fmt: skip
     assert node.evidence["class"] == "version"
+
+
+def test_a_capital_that_opens_any_sentence_says_nothing_of_a_name():
+    words = read("We moved off Jenkins. Secrets are read at deploy time from Vault.")
+    assert {"jenkin", "vault"} <= words.specific
+    assert "secret" not in words.specific
