@@ -250,14 +250,14 @@ def stems(text: str) -> frozenset[str]:
 @lru_cache(maxsize=1024)
 def read(text: str) -> Words:
     spelled = _spelled_out(text)
-    found = list(_WORD.finditer(spelled))
-    raw = [match.group() for match in found]
+    spans = list(_WORD.finditer(spelled))
+    raw = [match.group() for match in spans]
     tokens = tuple(token.lower() for token in raw)
     # the words that open a sentence: a capital there says nothing of a name
     opening = {0} | {
         index
-        for index in range(1, len(found))
-        if re.search(r"[.!?:;]\s|\n", spelled[found[index - 1].end() : found[index].start()] + " ")
+        for index in range(1, len(spans))
+        if re.search(r"[.!?:;]\s|\n", spelled[spans[index - 1].end() : spans[index].start()] + " ")
     }
     content: set[str] = set()
     specific: set[str] = set()
