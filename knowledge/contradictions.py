@@ -42,7 +42,7 @@ from knowledge.reading import (
     stem,
     word_set,
 )
-from knowledge.said import Read
+from knowledge.said import Read, said_in
 from knowledge.scopes import SCOPE_STEMS, other_scope
 
 REPEAT = "repeat"
@@ -117,10 +117,6 @@ class Verdict:
     evidence: dict[str, object] = field(default_factory=dict)
 
 
-def _said(words: Words) -> str:
-    return words.text if len(words.text) <= 120 else words.text[:119] + "…"
-
-
 def _choices(a: Words, b: Words, *, whole: bool, names_only: bool = False) -> list[dict[str, str]]:
     """A declared change against a memory that still says the old thing (or not the new
     one), or the one thing prescribed swapped for another: what each side says, and what."""
@@ -133,7 +129,7 @@ def _choices(a: Words, b: Words, *, whole: bool, names_only: bool = False) -> li
         still = {
             word
             for word in changed.old & names
-            if word in other.content and word not in other.old and word not in other.negated
+            if said_in(other, word) and word not in other.old and word not in other.negated
         }
         brought = {word for word in changed.new & names if word not in other.content}
         if still or (whole and brought and not changed.old and other.content & changed.content):
@@ -222,8 +218,8 @@ def compare(
         bool((whole_a.specific & whole_b.specific) - common)
         or kin(whole_a.specific - common, whole_b.specific - common)
         or bool(_measured(whole_a) & _measured(whole_b))
-        or bool((whole_a.old | whole_a.new) & content_b)
-        or bool((whole_b.old | whole_b.new) & content_a)
+        or any(said_in(whole_b, word, common) for word in whole_a.old | whole_a.new)
+        or any(said_in(whole_a, word, common) for word in whole_b.old | whole_b.new)
         # a tool one runs (`uv sync`), or prescribes by a name ("use log/slog"), is a name
         or bool(tools.named(whole_a) & content_b)
         or bool(tools.named(whole_b) & content_a)

@@ -121,7 +121,9 @@ _CHANGES = [
         rf"\breplac\w*\s+(?:\w+\s+)?(?P<old>{_NAME})\s+(?:with|by)\s+(?P<new>{_NAME})", re.I
     ),
     re.compile(
-        rf"\b(?P<old>{_NAME}(?:\s+{_NAME})?)\s+(?:is|was|has\s+been|have\s+been|got|are|were)\s+"
+        # (two names, never across a sentence's end: "runs on HashMapStateBackend. RocksDB")
+        rf"\b(?P<old>{_NAME}(?<![.:;])(?:\s+{_NAME})?)\s+(?:is|was|has\s+been|have\s+been|"
+        r"got|are|were)\s+"
         r"(?:now\s+)?(?:replaced|deprecated|removed|dropped|retired|gone|obsolete|banned|"
         r"decommissioned|sunset|abandoned)"
         rf"(?:\s+(?:with|by|in\s+favou?r\s+of)\s+(?:\w+\s+)?(?P<new>{_NAME}))?",
@@ -129,6 +131,12 @@ _CHANGES = [
     ),
     re.compile(
         rf"\b(?P<new>{_NAME})\s+replaced\s+(?:the\s+)?(?P<old>{_NAME})(?!\s+(?:with|by))", re.I
+    ),
+    re.compile(
+        # (a kind of thing may follow the name: "the `export_nightly` CronJob no longer exists")
+        rf"\b(?P<old>{_NAME})`?(?:\s+[A-Z]\w+)?\s+"
+        r"(?:(?:no\s+longer|not\s+anymore)\s+exists?|(?:does|do)\s+not\s+exist\s+any\s*more)",
+        re.I,
     ),
     re.compile(rf"\binstead_of\s+(?:\w+\s+)?(?P<old>{_NAME})", re.I),
     re.compile(rf"\b(?:stop|stopped|quit)\s+using\s+(?P<old>{_NAME})", re.I),

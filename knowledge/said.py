@@ -118,3 +118,21 @@ def name_like(word: str) -> bool:
         or any(ch in word for ch in "._/@")
         or (any(ch.isupper() for ch in word[1:]) and word.isalnum())
     )
+
+
+def said_in(words: Words, word: str, common: frozenset[str] = frozenset()) -> bool:
+    """Whether a memory says ``word`` (a stem), on its own or as the last part of a compound
+    name: "superforms" in "sveltekit-superforms", "RocksDB" in "EmbeddedRocksDB"."""
+    if word in common:
+        return False
+    if word in words.content:
+        return True
+    for match in re.finditer(re.escape(word), words.text, re.I):
+        at, end = match.start(), match.end()
+        joined = at > 0 and (
+            words.text[at - 1] in "-_./"
+            or (words.text[at].isupper() and words.text[at - 1].isalnum())
+        )
+        if len(word) > 4 and joined and not re.match(r"[a-z]{3}", words.text[end:]):
+            return True
+    return False

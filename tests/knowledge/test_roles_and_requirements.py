@@ -69,6 +69,13 @@ DISAGREE += [
     # a tool denied where the other relies on it, a word in common written as a name by one
     ("polarity", "Secrets for the vault role are encrypted with git-crypt.",
      "We don't use git-crypt. Secrets are read from HashiCorp Vault at deploy time."),
+    # a declared removal of what the other names within a compound name, or of a thing that
+    # "no longer exists"
+    ("choice", "Every ingest job keeps its offsets in EmbeddedRocksDB.",
+     "The ingest jobs run on HashMapStateBackend. RocksDB was removed from them after the ARM"
+     " crashes."),
+    ("choice", "Invoices are rendered by the `invoice_pdf` CronJob each night.",
+     "The `invoice_pdf` CronJob no longer exists; invoices render on demand."),
     # how early against how early; a wait before an event is how long
     ("quantity", "TLS certificates are renewed 30 days before expiry.",
      "TLS certificates are renewed 10 days before they expire."),
@@ -244,3 +251,8 @@ def test_a_capital_that_opens_any_sentence_says_nothing_of_a_name():
     words = read("We moved off Jenkins. Secrets are read at deploy time from Vault.")
     assert {"jenkin", "vault"} <= words.specific
     assert "secret" not in words.specific
+
+
+def test_what_a_change_retires_is_read_within_its_sentence():
+    assert read("The jobs run on HashMapStateBackend. RocksDB was removed.").old == {"rocksdb"}
+    assert read("The `invoice_pdf` CronJob no longer exists.").old == {"invoice_pdf"}
