@@ -76,6 +76,9 @@ DISAGREE += [
      " crashes."),
     ("choice", "Invoices are rendered by the `invoice_pdf` CronJob each night.",
      "The `invoice_pdf` CronJob no longer exists; invoices render on demand."),
+    # plural against singular for the same names
+    ("polarity", "Mongo collection names are plural: orders, refunds.",
+     "Mongo collections are named in the singular, like order and refund."),
     # how early against how early; a wait before an event is how long
     ("quantity", "TLS certificates are renewed 30 days before expiry.",
      "TLS certificates are renewed 10 days before they expire."),
@@ -176,6 +179,8 @@ AGREE += [
     ("The sun sets the tone on Mon mornings.", "The digest mailer runs every Thursday."),
     # a language and what is built in it
     ("The ingest service is Kotlin.", "The ingest service is Ktor 2 behind Envoy."),
+    # plural and singular for two kinds of name
+    ("Route segments are plural, as in /orders/{id}.", "Model class names are singular, as in Order."),
     # how early is not how long ("5 days before the trial ends" / "trials last 21 days")
     ("Free trials last 21 days.", "The upgrade banner shows 5 days before the free trial ends."),
     # a version inside a range that is constrained by two bounds
