@@ -180,7 +180,8 @@ AGREE += [
     # a language and what is built in it
     ("The ingest service is Kotlin.", "The ingest service is Ktor 2 behind Envoy."),
     # plural and singular for two kinds of name
-    ("Route segments are plural, as in /orders/{id}.", "Model class names are singular, as in Order."),
+    ("Route segments are plural, as in /orders/{id}.",
+     "Model class names are singular, as in Order."),
     # how early is not how long ("5 days before the trial ends" / "trials last 21 days")
     ("Free trials last 21 days.", "The upgrade banner shows 5 days before the free trial ends."),
     # a version inside a range that is constrained by two bounds
