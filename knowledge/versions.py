@@ -33,7 +33,7 @@ _PRODUCT_SKIP = word_set(
     "to on at is was be version versions v from of the a an with in for runs run uses use "
     "using require requires required support supports pinned pin pins at least minimum min "
     "newer ready this that it stay stays stayed held hold holds locked lock keep kept remain "
-    "remains needs need constrained constrain constrains limited capped restricted"
+    "remains needs need constrained constrain constrains limited capped restricted must should"
 )
 # A part that is a product of its own, not the noun a name qualifies: "the Python client
 # is pinned to 1.4" is the client's version, "the Kotlin compiler" Kotlin's.
@@ -185,6 +185,10 @@ def same_product(a: str, b: str) -> bool:
     """One product by its names: "postgres" and "postgresql", "esp-idf" and "idf",
     "minimum_chrome_version" and "chrome"."""
     if a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a))):
+        return True
+    # a package by its scope or without it: "@supabase/supabase-js" and "supabase-js"
+    a, b = a.rsplit("/", 1)[-1], b.rsplit("/", 1)[-1]
+    if a == b:
         return True
     parts_a, parts_b = set(re.split(r"[-_.]", a)), set(re.split(r"[-_.]", b))
     return (a in parts_b and len(a) >= 3) or (b in parts_a and len(b) >= 3)

@@ -76,6 +76,9 @@ DISAGREE += [
      " crashes."),
     ("choice", "Invoices are rendered by the `invoice_pdf` CronJob each night.",
      "The `invoice_pdf` CronJob no longer exists; invoices render on demand."),
+    # a package with and without its scope, beside another package of that scope
+    ("version", "package.json pins @tanstack/react-query at ^5.28.0.",
+     "react-query must stay on 4.36.x, because @tanstack/query-devtools 4.1 breaks on v5."),
     # plural against singular for the same names
     ("polarity", "Mongo collection names are plural: orders, refunds.",
      "Mongo collections are named in the singular, like order and refund."),
