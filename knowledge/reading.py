@@ -140,7 +140,10 @@ _CHANGES = [
     ),
     re.compile(rf"\binstead_of\s+(?:\w+\s+)?(?P<old>{_NAME})", re.I),
     re.compile(rf"\b(?:stop|stopped|quit)\s+using\s+(?P<old>{_NAME})", re.I),
-    re.compile(rf"\b(?:deprecated|removed|dropped|retired)\s+(?:the\s+)?(?P<old>{_NAME})", re.I),
+    re.compile(
+        rf"\b(?:deprecated|removed|dropped|retired|g[eo]t\s+rid\s+of)\s+(?:the\s+)?(?P<old>{_NAME})",
+        re.I,
+    ),
 ]
 
 

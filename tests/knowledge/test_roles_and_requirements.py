@@ -182,6 +182,8 @@ AGREE += [
     ("The sun sets the tone on Mon mornings.", "The digest mailer runs every Thursday."),
     # a language and what is built in it
     ("The ingest service is Kotlin.", "The ingest service is Ktor 2 behind Envoy."),
+    # two memories that retire the same thing, in other words
+    ("get rid of Exporter.legacy_rows", "Exporter.legacy_rows doesn't exist anymore"),
     # plural and singular for two kinds of name
     ("Route segments are plural, as in /orders/{id}.",
      "Model class names are singular, as in Order."),
