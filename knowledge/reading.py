@@ -141,7 +141,9 @@ _CHANGES = [
     re.compile(rf"\binstead_of\s+(?:\w+\s+)?(?P<old>{_NAME})", re.I),
     re.compile(rf"\b(?:stop|stopped|quit)\s+using\s+(?P<old>{_NAME})", re.I),
     re.compile(
-        rf"\b(?:deprecated|removed|dropped|retired|g[eo]t\s+rid\s+of)\s+(?:the\s+)?(?P<old>{_NAME})",
+        # ("get rid of X" as what is done, not its purpose: "to get rid of a warning")
+        r"\b(?:deprecated|removed|dropped|retired|(?<!to\s)g[eo]t\s+rid\s+of)\s+(?:the\s+)?"
+        rf"(?P<old>{_NAME})",
         re.I,
     ),
 ]

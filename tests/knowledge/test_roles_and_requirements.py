@@ -184,6 +184,9 @@ AGREE += [
     ("The ingest service is Kotlin.", "The ingest service is Ktor 2 behind Envoy."),
     # two memories that retire the same thing, in other words
     ("get rid of Exporter.legacy_rows", "Exporter.legacy_rows doesn't exist anymore"),
+    # what a change is for is not what it retires
+    ("replace the bare except to get rid of ResourceWarning",
+     "Create and use a custom ResourceWarning"),
     # plural and singular for two kinds of name
     ("Route segments are plural, as in /orders/{id}.",
      "Model class names are singular, as in Order."),
