@@ -19,7 +19,7 @@ matrix, and the same without embeddings (``MEMORY_EMBEDDINGS=off``: words only).
 The pairs were written for this measure, as a team's memories would be, and nothing in the
 detection knows them. bench/conflicts/holdout.jsonl holds further pairs in the same format from
 projects not in pairs.jsonl: it is measured (pass it as the file) but never tuned against.
-blind.jsonl to blind5.jsonl were each written by a reader who had never seen the detection
+blind.jsonl to blind6.jsonl were each written by a reader who had never seen the detection
 (four projects of other kinds each), measured once as they came, then read for what the
 rules missed (docs/contradictions.md gives both figures). adversarial.jsonl to
 adversarial3.jsonl hold reviewers' pairs aimed at each reading of the rules, labelled only
