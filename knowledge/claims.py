@@ -320,11 +320,12 @@ def quantities(sentence: Sentence) -> list[Quantity]:
                     dimension = f"{dimension}/{root(after)}"
                     break
         if (
-            dimension == "time"
+            dimension in ("time", "m")
             and _word(tokens, last + 1) in ("before", "ahead", "prior")
             and root(previous) not in _WAITS
         ):
-            dimension = "lead"  # "3 days before the trial ends": how early, not how long
+            # "3 days before the trial ends": how early, not how long ("5m before" minutes)
+            dimension, factor = "lead", factor * (60 if dimension == "m" else 1)
         subject = _around(sentence, index, last)
         modifies = "-" in token.word and bool(suffix) and meaningful(_word(tokens, last + 1))
         anchor = _around(sentence, index, last, *((0, 2, (0, 2)) if modifies else (5, 3, (2, 1))))
@@ -345,7 +346,10 @@ def quantities(sentence: Sentence) -> list[Quantity]:
 
 _UNTIL = word_set("after until till past beyond")
 # "waits up to two minutes before giving up": a wait, not how early
-_WAITS = word_set("wait waits waited sleep sleeps paus delay idl for to")
+# What makes a time before an event how long after all: a wait ("waits up to two minutes
+# before giving up"), what something is ("the TTL is 30 seconds before ..."), a limit
+# ("times out after 10 minutes before being killed").
+_WAITS = word_set("wait waits waited sleep sleeps paus delay idl to is are was be after")
 ORDINALS = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
     "eighth": 8, "ninth": 9, "tenth": 10,
@@ -387,9 +391,15 @@ def _setting(tokens: tuple[Token, ...], index: int) -> str:
 
 
 # The unit a setting's name ends in, an amount's ("TTL_SECS=86400", "timeoutMs: 500",
-# "MAX_UPLOAD_MB=25"), never a point in time's ("BACKUP_HOUR=3") nor a bound ("POOL_MIN").
+# "MAX_UPLOAD_MB=25"), never a point in time's ("BACKUP_HOUR=3") nor a bound ("POOL_MIN");
+# a time only in the name of how long something lasts or waits ("WORK_DAYS=5" counts days).
 _AMOUNTS = word_set(
     "ms msec millis sec secs seconds mins minutes hrs hours days weeks bytes kb mb gb"
+)
+_LASTS = re.compile(
+    r"ttl|timeout|interval|delay|age|expir|retention|period|duration|window|wait|lifetime|"
+    r"grace|backoff|lead|lease|idle|keep|stale|cooldown|deadline",
+    re.I,
 )
 
 
@@ -402,12 +412,16 @@ def _assigned(sentence: Sentence, token: Token) -> bool:
 
 # A setting that caps attempts by its name: `max_retries`, `MaxDeliveryCount`,
 # `maxReceiveCount`, `MAX_ATTEMPTS`.
-_ATTEMPTS = re.compile(r"^(?=.*max).*(?:attempt|retr|tries|deliver|receive)", re.I)
+_ATTEMPTS = re.compile(
+    r"^(?=.*max).*(?:attempts?|retries|tries|(?:retry|delivery|receive)_?count)$", re.I
+)
 
 
 def _named_unit(setting: str) -> str:
     last = NAME_PARTS.split(setting)[-1].lower() if setting else ""
-    return last if last in _AMOUNTS else ""
+    if last not in _AMOUNTS or (UNITS[last][0] == "time" and not _LASTS.search(setting)):
+        return ""
+    return last
 
 
 def _word(tokens: tuple[Token, ...], index: int) -> str:

@@ -4,6 +4,7 @@ a list said to be all against a longer one, and "X alone" against "any" or "its 
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from knowledge.claims import NUMBER_WORDS, UNITS, Sentence
@@ -71,13 +72,12 @@ def _word_before(text: str, at: int) -> str | None:
     return stem(words[-1].lower()) if words else None
 
 
+# The items of a list: "a, b and c", "a, b, and c", "a or b".
+_LIST_SPLIT = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+")
+
+
 def _items(text: str) -> frozenset[str]:
-    return (
-        frozenset(
-            stem(item.strip().lower()) for item in re.split(r"\s*,\s*|\s+(?:and|or)\s+", text)
-        )
-        - STOPWORDS
-    )
+    return frozenset(stem(item.strip().lower()) for item in _LIST_SPLIT.split(text)) - STOPWORDS
 
 
 def enumerated(
@@ -212,9 +212,11 @@ def _acts(text: str, modal: re.Match[str]) -> tuple[str, ...] | None:
     verb = re.match(r"\s+(?:not\s+)?(?:be\s+)?([A-Za-z]+)", text[modal.end() :])
     if verb is None:
         return None
-    after = re.findall(r"[A-Za-z][\w-]*", text[modal.end() + verb.end() :])
-    done_to = next((word.lower() for word in after if word.lower() not in STOPWORDS), "")
-    return stem(verb.group(1).lower()), stem(done_to)
+    # what it is done to: the last word of the phrase after the verb ("project comments")
+    after = re.findall(r"[A-Za-z][\w-]*|[^\w\s]", text[modal.end() + verb.end() :])
+    phrase = list(itertools.takewhile(lambda w: w.lower() not in _ENDS, after))
+    words = [w.lower() for w in phrase if w.lower() not in _WHO_ARTICLES]
+    return stem(verb.group(1).lower()), stem(words[-1]) if words else ""
 
 
 def _others_too(
@@ -228,7 +230,7 @@ def _others_too(
     if modal is None or act is None or _acts(b.text, modal) != act:
         return None
     who = b.text[: modal.start()]
-    items = [item.split() for item in re.split(r"\s*,\s*|\s+(?:and|or)\s+", who.strip())]
+    items = [item.split() for item in _LIST_SPLIT.split(who.strip())]
     # each a noun phrase of at most two words after "any" or "the" ("admins, after a
     # review, can": no list of who)
     heads = [
@@ -244,4 +246,6 @@ def _others_too(
     return (0, len(who.rstrip())) if listed & set(restricted) and listed - set(restricted) else None
 
 
-_WHO_ARTICLES = word_set("any every all the a an our")
+_WHO_ARTICLES = word_set("any every all both either the a an our their its")
+# Where the phrase after a verb ends: a preposition or conjunction, or punctuation.
+_ENDS = (STOPWORDS - _WHO_ARTICLES) | set(",.;:!?()")

@@ -73,7 +73,7 @@ _OPPOSITE_PAIRS = [
     ("mutable", "immutable"), ("manual", "automatic"), ("manually", "automatically"),
     ("sequential", "parallel"), ("serial", "parallel"), ("blocking", "non-blocking"),
     ("incremental", "full"), ("before", "after"), ("over", "under"), ("must", "optional"),
-    ("enabl", "off"), ("on", "disabl"), ("required", "omitted"), ("plural", "singular"),
+    ("enabl", "off"), ("on", "disabl"), ("required", "omitted"),
 ]  # fmt: skip
 
 

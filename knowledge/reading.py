@@ -104,6 +104,7 @@ _CONTRACTIONS = [
     (re.compile(r"\bmust\s+not\b", re.I), "not"),
     (re.compile(r"\bmust\b", re.I), "required"),
 ]
+_ABBREVIATIONS = frozenset(("e.g", "i.e", "vs", "etc", "cf", "approx"))
 _NAME = r"[\w./+#@-]+"
 # A declared change: the old thing (group "old") and the new one (group "new"), where said.
 _CHANGES = [
@@ -266,11 +267,13 @@ def read(text: str) -> Words:
     spans = list(_WORD.finditer(spelled))
     raw = [match.group() for match in spans]
     tokens = tuple(token.lower() for token in raw)
-    # the words that open a sentence: a capital there says nothing of a name
+    # the words that open a sentence: a capital there says nothing of a name (after a
+    # colon it may: "Cache: Redis"; nor does "e.g." end a sentence)
     opening = {0} | {
         index
         for index in range(1, len(spans))
-        if re.search(r"[.!?:;]\s|\n", spelled[spans[index - 1].end() : spans[index].start()] + " ")
+        if re.search(r"[.!?]\s|\n", spelled[spans[index - 1].end() : spans[index].start()] + " ")
+        and tokens[index - 1] not in _ABBREVIATIONS
     }
     content: set[str] = set()
     specific: set[str] = set()

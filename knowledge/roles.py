@@ -56,13 +56,9 @@ _NOT_NAMES = SCOPES | word_set(
 )
 _FORMATS = word_set(
     "utc gmt json yaml toml xml csv html markdown pdf utf-8 utf8 ascii iso iso-8601 rfc amqp "
-    "mqtt http https grpc rest graphql sql tcp udp websocket websockets"
-)
-# Languages: a language and what is built in it fill two roles ("the backend is Python
-# 3.12" / "the backend is Django 5"), two languages one.
-_LANGUAGES = word_set(
-    "python ruby go golang java kotlin scala typescript javascript php rust elixir erlang "
-    "swift dart c# c++ haskell clojure perl lua"
+    "mqtt http https grpc rest graphql sql tcp udp websocket websockets "
+    # the language a text is written in ("commit messages are kept in English")
+    "english german french spanish portuguese italian dutch japanese chinese korean russian"
 )
 # What after the name says the role is filled so only in part: for a purpose, for a time,
 # or by several ("Prometheus for two weeks", "Elasticsearch until the Q3 cutover",
@@ -142,11 +138,6 @@ def other_fillers(a: Words, b: Words) -> tuple[Role, Role] | None:
                 and not _named(right, a)
                 # one product by two spellings ("Postgres" / "PostgreSQL")
                 and not same_product(left.name.split()[0].lower(), right.name.split()[0].lower())
-                and _language(left) == _language(right)
             ):
                 return left, right
     return None
-
-
-def _language(filler: Role) -> bool:
-    return filler.name.split()[0].lower() in _LANGUAGES

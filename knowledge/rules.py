@@ -361,8 +361,19 @@ def measured(
 
 
 def _restating(quantity: Quantity, memory: Read) -> Quantity:
-    """``quantity`` with the setting its memory gives the same value, if it names none."""
+    """``quantity`` with the setting its memory gives the same value, about a word of the
+    setting's name, if it names none ("the reminder goes out a day before" beside
+    `REMINDER_LEAD_HOURS = 24`; "the refresh token lasts 30 minutes" is not
+    `SESSION_TIMEOUT_MINS = 30`)."""
     if quantity.setting:
         return quantity
-    named = (q.setting for q in memory.quantities if q.setting and same_value(quantity, q))
+    named = (
+        q.setting
+        for q in memory.quantities
+        if q.setting and same_value(quantity, q) and quantity.subject & _name_words(q.setting)
+    )
     return replace(quantity, setting=next(named, ""))
+
+
+def _name_words(setting: str) -> set[str]:
+    return {stem(part) for part in NAME_PARTS.split(setting) if part}

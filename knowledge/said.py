@@ -122,17 +122,17 @@ def name_like(word: str) -> bool:
 
 def said_in(words: Words, word: str, common: frozenset[str] = frozenset()) -> bool:
     """Whether a memory says ``word`` (a stem), on its own or as the last part of a compound
-    name: "superforms" in "sveltekit-superforms", "RocksDB" in "EmbeddedRocksDB"."""
-    if word in common:
+    name that is itself a compound name ("RocksDB" in "EmbeddedRocksDB"; never "Client" in
+    "AsyncClient", another thing)."""
+    if not word or word in common:
         return False
     if word in words.content:
         return True
     for match in re.finditer(re.escape(word), words.text, re.I):
-        at, end = match.start(), match.end()
-        joined = at > 0 and (
-            words.text[at - 1] in "-_./"
-            or (words.text[at].isupper() and words.text[at - 1].isalnum())
-        )
-        if len(word) > 4 and joined and not re.match(r"[a-z]{3}", words.text[end:]):
+        at, text = match.start(), words.text
+        joined = at > 0 and text[at].isupper() and text[at - 1].isalnum()
+        # its own capitals or digits inside it, to the end of the name
+        name = re.match(r"[A-Za-z0-9]+", text[at:])
+        if joined and name and re.search(r"[a-z][A-Z]|\d", name.group()) and len(word) > 4:
             return True
     return False

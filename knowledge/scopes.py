@@ -88,17 +88,18 @@ def other_scope(a: Words, b: Words, *, times: bool = True, places: bool = True) 
     # A place spelled otherwise on each side ("rate-limits.md" / "rate_limits.md") is the
     # same place: how to spell it may be the very thing they disagree on.
     both = {_spelling(t) for t in only_a if "/" in t} & {_spelling(t) for t in only_b if "/" in t}
-    # Other places of one tree (src/api/ and src/web/); "Party.join/2" is no place, nor a
-    # scoped package ("@supabase/supabase-js").
+    # Other places of one tree (src/api/ and src/web/, packages @acme/api and @acme/web);
+    # "Party.join/2" is no place, nor a scoped package the other names without its scope
+    # ("@supabase/supabase-js" / "supabase-js").
     paths_a = {
         t.split("/")[0]
         for t in only_a
-        if "/" in t.strip("/") and _place(t, a.text) and _spelling(t) not in both
+        if "/" in t.strip("/") and _place(t, a.text, b) and _spelling(t) not in both
     }
     paths_b = {
         t.split("/")[0]
         for t in only_b
-        if "/" in t.strip("/") and _place(t, b.text) and _spelling(t) not in both
+        if "/" in t.strip("/") and _place(t, b.text, a) and _spelling(t) not in both
     }
     if paths_a & paths_b:
         return True
@@ -133,11 +134,12 @@ def _spelling(token: str) -> str:
     return re.sub(r"[-_]", "", token)
 
 
-def _place(token: str, text: str) -> bool:
+def _place(token: str, text: str, other: Words) -> bool:
     """A path to a file or a folder, not a name with a slash (an arity, a fraction, a
-    package in its scope: "@scope/name" in ``text``)."""
+    package in its scope, "@scope/name" in ``text``, that ``other`` names as "name")."""
     last = token.rstrip("/").rsplit("/", 1)[-1]
-    return bool(last) and not last.isdigit() and f"@{token}" not in text.lower()
+    scoped = f"@{token}" in text.lower() and last in other.content
+    return bool(last) and not last.isdigit() and not scoped
 
 
 def _commands(code_a: frozenset[str], code_b: frozenset[str]) -> bool:

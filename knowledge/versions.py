@@ -35,6 +35,7 @@ _PRODUCT_SKIP = word_set(
     "newer ready this that it stay stays stayed held hold holds locked lock keep kept remain "
     "remains needs need constrained constrain constrains limited capped restricted must should"
 )
+_VERSION_SETTING = re.compile(r"version|major|minor|release")
 # A part that is a product of its own, not the noun a name qualifies: "the Python client
 # is pinned to 1.4" is the client's version, "the Kotlin compiler" Kotlin's.
 _COMPONENTS = word_set(
@@ -151,9 +152,9 @@ def versions(sentence: Sentence) -> list[Version]:
         exactly = bool(_EXACTLY_SAID.search(head))
         # A capitalised name, not the capital that starts the sentence ("Add 0.12 ...").
         capital = product_at > 0 and (product.text[:1].isupper() or product.text.isupper())
-        if "_" in product.text and "version" not in product.word and not dotted:
+        if "_" in product.text and not _VERSION_SETTING.search(product.word) and not dotted:
             # a setting given a number, not a version: `REMINDER_LEAD_HOURS = 24`, `MAX_RETRIES
-            # = 5` (unless its name says so: `NODE_VERSION = 20`)
+            # = 5` (unless its name says so: `NODE_VERSION = 20`, `NODE_MAJOR=20`)
             operator = "" if operator in ("=", "==") else operator
             capital = False
         # A setting of a version says so by its name ("minimum_chrome_version to 116").
@@ -186,9 +187,9 @@ def same_product(a: str, b: str) -> bool:
     "minimum_chrome_version" and "chrome"."""
     if a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a))):
         return True
-    # a package by its scope or without it: "@supabase/supabase-js" and "supabase-js"
-    a, b = a.rsplit("/", 1)[-1], b.rsplit("/", 1)[-1]
-    if a == b:
+    # a package in its scope and without it: "@supabase/supabase-js" and "supabase-js"
+    # (never two scopes' own: "@angular/core" and "@nestjs/core")
+    if ("/" in a) != ("/" in b) and a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]:
         return True
     parts_a, parts_b = set(re.split(r"[-_.]", a)), set(re.split(r"[-_.]", b))
     return (a in parts_b and len(a) >= 3) or (b in parts_a and len(b) >= 3)
