@@ -269,7 +269,9 @@ _DENY_BEFORE = re.compile(
     re.I,
 )
 _DENY_AFTER = re.compile(
-    r"([\w`'./@:-]+(?:\s+[\w`'./@:-]+)?)\s+(?:is|are|was|were|has\s+been|have\s+been|got)\s+"
+    # (a name from its start only: inside a long one every start would be tried)
+    r"(?<![\w`'./@:-])([\w`'./@:-]+(?:\s+[\w`'./@:-]+)?)\s+(?:is|are|was|were|has\s+been|"
+    r"have\s+been|got)\s+"
     r"(?:not\b|no\s+longer|removed|dropped|deprecated|gone|banned|disabled|retired)",
     re.I,
 )

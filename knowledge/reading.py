@@ -81,7 +81,7 @@ _SENTENCE = re.compile(
 )
 NUMBER = re.compile(r"^v?(\d+(?:[._]\d+)*)(?:\.x)?([a-z%]*)$")
 # Numbers inside a longer token ("python:3.11-slim", "constraints-2.7.3"), after a name.
-_INNER_NUMBER = re.compile(r"([a-z][a-z_]*)[:=@-]?v?(\d+(?:\.\d+)+|\d+)")
+_INNER_NUMBER = re.compile(r"(?<![a-z_])([a-z][a-z_]*)[:=@-]?v?(\d+(?:\.\d+)+|\d+)")
 # Where a memory came from ("seen again in run-004", "#12"): provenance, not a claim.
 _REFERENCE = re.compile(r"^(?:run|pr|mr|issue|ticket)[-_#]?\d+$|^#\d+$")
 _CAMEL = re.compile(r"[a-z][A-Z]|^[A-Z]{2,}[a-z]*$")
@@ -106,6 +106,9 @@ _CONTRACTIONS = [
 ]
 _ABBREVIATIONS = frozenset(("e.g", "i.e", "vs", "etc", "cf", "approx"))
 _NAME = r"[\w./+#@-]+"
+# Where a name a change begins with may start: never inside another name, which would
+# try every start of a long one ("a-b-c-...-z was removed").
+_STARTS = r"(?<![\w./+#@-])"
 # A declared change: the old thing (group "old") and the new one (group "new"), where said.
 _CHANGES = [
     re.compile(
@@ -123,7 +126,7 @@ _CHANGES = [
     ),
     re.compile(
         # (two names, never across a sentence's end: "runs on HashMapStateBackend. RocksDB")
-        rf"\b(?P<old>{_NAME}(?<![.:;])(?:\s+{_NAME})?)\s+(?:is|was|has\s+been|have\s+been|"
+        rf"{_STARTS}(?P<old>{_NAME}(?<![.:;])(?:\s+{_NAME})?)\s+(?:is|was|has\s+been|have\s+been|"
         r"got|are|were)\s+"
         r"(?:now\s+)?(?:replaced|deprecated|removed|dropped|retired|gone|obsolete|banned|"
         r"decommissioned|sunset|abandoned)"
@@ -131,11 +134,12 @@ _CHANGES = [
         re.I,
     ),
     re.compile(
-        rf"\b(?P<new>{_NAME})\s+replaced\s+(?:the\s+)?(?P<old>{_NAME})(?!\s+(?:with|by))", re.I
+        rf"{_STARTS}(?P<new>{_NAME})\s+replaced\s+(?:the\s+)?(?P<old>{_NAME})(?!\s+(?:with|by))",
+        re.I,
     ),
     re.compile(
         # (a kind of thing may follow the name: "the `export_nightly` CronJob no longer exists")
-        rf"\b(?P<old>{_NAME})`?(?:\s+[A-Z]\w+)?\s+"
+        rf"{_STARTS}(?P<old>{_NAME})`?(?:\s+[A-Z]\w+)?\s+"
         r"(?:(?:no\s+longer|not\s+anymore)\s+exists?|(?:does|do)\s+not\s+exist\s+any\s*more)",
         re.I,
     ),
@@ -174,7 +178,8 @@ _LABEL = re.compile(r"^\s*(?:[A-Za-z]+\s+)?#?\d+\s*[:.)\]-]\s+")
 # memory came from, not a quantity.
 _ISSUE = re.compile(r"\(?(?<![\w#])(?:#|gh-|GH-)\d+\)?")
 # A commit's trailer ("Co-authored-by: Name <mail>", "Signed-off-by: ..."): who, not what.
-_TRAILER = re.compile(r"\b[A-Za-z]+(?:-[A-Za-z]+)*-by:\s*[^<\n]*(?:<[^>\n]*>)?")
+# (from the start of a word only: inside "a-b-c-..." every start would be tried)
+_TRAILER = re.compile(r"(?<![\w-])[A-Za-z]+(?:-[A-Za-z]+)*-by:\s*[^<\n]*(?:<[^>\n]*>)?")
 
 
 def _spelled_out(text: str) -> str:

@@ -32,6 +32,8 @@ from knowledge.scopes import TIME_SCOPES
 
 # The classes of a possible conflict.
 QUANTITY, VERSION, SCHEDULE = "quantity", "version", "schedule"
+# How many versions, or quantities, of one sentence are compared.
+MOST = 32
 POLARITY, EXCLUSIVITY, NAMING, CHOICE = "polarity", "exclusivity", "naming", "choice"
 CLASSES = (QUANTITY, VERSION, SCHEDULE, POLARITY, EXCLUSIVITY, NAMING, CHOICE)
 
@@ -302,7 +304,9 @@ def measured(
     thing, that disagree. ``memories``: the two the sentences are of, whose other sentences
     may state a value about the same words."""
     found: list[Finding] = []
-    versions_a, versions_b = a.versions, b.versions
+    # (at most MOST of a class per sentence: past that it is a dump, not a claim, and each
+    # pair of them would be compared)
+    versions_a, versions_b = a.versions[:MOST], b.versions[:MOST]
     for left in versions_a:
         for right in versions_b:
             # Two full versions (x.y.z) of one product named alike say what they are about,
@@ -328,8 +332,8 @@ def measured(
                     Finding(SCHEDULE, " ".join(sorted(subject))[:80], left_s.span, right_s.span)
                 )
     taken = {v.span for v in (*versions_a, *versions_b)}
-    left_all = [q for q in a.quantities if q.span not in taken]
-    right_all = [q for q in b.quantities if q.span not in taken]
+    left_all = [q for q in a.quantities if q.span not in taken][:MOST]
+    right_all = [q for q in b.quantities if q.span not in taken][:MOST]
 
     def agreed(quantity: Quantity, sentence: Sequence[Quantity], memory: Read | None) -> bool:
         # A value the other sentence names, in the same measure, or another of its memory's

@@ -7,7 +7,8 @@ import pytest
 
 from knowledge import exclusive
 from knowledge.claims import split
-from knowledge.contradictions import CONFLICT
+from knowledge.contradictions import CONFLICT, REPEAT
+from knowledge.contradictions import compare as compare_words
 from knowledge.reading import read
 from knowledge.roles import roles
 from knowledge.said import Read, sentence_words
@@ -313,3 +314,16 @@ def test_a_value_restates_a_setting_of_its_own_words_only():
 def test_a_change_that_retires_nothing_readable_is_read_without_error():
     verdict = compare("CI runs on Node 18 (see .nvmrc)", "Node 16 support was dropped ... see it.")
     assert verdict.kind is None
+
+
+ODD = ["", " ", ".", "`", "@", "::", "e.g.", "No.", "only", "Any", "1/0", "a/b/c/", "-by:",
+       "Ünïcødé: Über 5 Tage.", "rocksdb-" * 500 + " was removed", "x=1 " * 1000, "AbC" * 1300,
+       "Node 16 support was dropped ... see it."]  # fmt: skip
+
+
+@pytest.mark.parametrize("odd", ODD)
+def test_odd_texts_are_compared_without_error(odd):
+    ordinary = "Webhook deliveries retry 5 times; only the billing worker may replay them."
+    for a, b in ((odd, odd), (odd, ordinary), (ordinary, odd)):
+        verdict = compare_words(a, b, cosine=0.7)
+        assert verdict.kind in (None, CONFLICT, REPEAT)
