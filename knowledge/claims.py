@@ -281,6 +281,7 @@ def quantities(sentence: Sentence) -> list[Quantity]:
                 value, last = value + 0.5, last + 3
         elif suffix in _MULTIPLES and _many(tokens, index, suffix):
             value, unit = value * _MULTIPLES[suffix], ""
+        setting = _setting(tokens, index)
         if unit in RATES:
             dimension, factor = "time-rate", 1 / RATES[unit][1]
         elif unit in UNITS:
@@ -294,8 +295,8 @@ def quantities(sentence: Sentence) -> list[Quantity]:
         elif unit:
             index += 1
             continue  # 3.11a1, 2fa: not a measure
-        elif _named_unit(setting := _setting(tokens, index)) and _assigned(sentence, token):
-            dimension, factor = UNITS[_named_unit(setting)]  # "TTL_SECS=86400"
+        elif (named := _named_unit(setting)) and _assigned(sentence, token):
+            dimension, factor = UNITS[named]  # "TTL_SECS=86400"
         else:
             attempts = limit or _ATTEMPTS.search(setting)  # `MaxDeliveryCount = 10`
             what = "attempt" if attempts else _counted(sentence, index, last, scaled=bool(suffix))
@@ -336,7 +337,7 @@ def quantities(sentence: Sentence) -> list[Quantity]:
                 frozenset(subject),
                 sentence.span(index, last),
                 frozenset(anchor),
-                _setting(tokens, index).lower(),
+                setting.lower(),
                 modifies,
             )
         )

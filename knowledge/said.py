@@ -128,8 +128,9 @@ def said_in(words: Words, word: str, common: frozenset[str] = frozenset()) -> bo
         return False
     if word in words.content:
         return True
-    for match in re.finditer(re.escape(word), words.text, re.I):
-        at, text = match.start(), words.text
+    text = words.text
+    for match in re.finditer(re.escape(word), text, re.I):
+        at = match.start()
         joined = at > 0 and text[at].isupper() and text[at - 1].isalnum()
         # its own capitals or digits inside it, to the end of the name
         name = re.match(r"[A-Za-z0-9]+", text[at:])
